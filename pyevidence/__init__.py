@@ -1,0 +1,41 @@
+"""pyevidence: a scoped evidence memory on SQLite.
+
+Records are stored per tenant; retrieve() first selects only the caller's tenant,
+revision and unexpired records, then ranks those by a scorer, and returns hits
+with citations. See README.md for the guarantees and the limits.
+"""
+
+from .errors import (
+    EngineUnavailableError,
+    EvidenceError,
+    SchemaError,
+    ScorerError,
+    StoreError,
+    ValidationError,
+)
+from .records import KINDS, Candidate, Hit, Record, Retrieval
+from .scoring import Scorer, TokenScorer
+from .store import EvidenceStore, native_available
+from .tokens import token_overlap
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "KINDS",
+    "Candidate",
+    "EngineUnavailableError",
+    "EvidenceError",
+    "EvidenceStore",
+    "Hit",
+    "Record",
+    "Retrieval",
+    "SchemaError",
+    "Scorer",
+    "ScorerError",
+    "StoreError",
+    "TokenScorer",
+    "ValidationError",
+    "__version__",
+    "native_available",
+    "token_overlap",
+]

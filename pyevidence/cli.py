@@ -1,0 +1,124 @@
+"""The pyevidence command line: subcommands mirror the Python API and print JSON.
+
+Exit codes: 0 success; 1 the store could not do it (missing or foreign database,
+engine unavailable, I/O); 2 bad input (usage errors and rejected arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import demo, jsonout
+from .errors import EvidenceError, ValidationError
+from .records import KINDS
+from .store import ENGINES, EvidenceStore
+
+EXIT_OK, EXIT_STORE, EXIT_INPUT = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pyevidence",
+        description="Scoped evidence memory on SQLite: store records, retrieve only in-scope ones.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_text: str, *, db: bool = True) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if db:
+            p.add_argument("--db", required=True, metavar="FILE", help="the database file")
+        p.add_argument("--engine", choices=ENGINES, default="auto", help="engine (default: auto)")
+        return p
+
+    command("demo", "run the eligibility-before-ranking demonstration", db=False)
+
+    p = command("put", "insert or replace one record (creates the database if absent)")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--record-id", required=True)
+    p.add_argument("--revision", required=True)
+    p.add_argument("--kind", required=True, choices=KINDS)
+    body = p.add_mutually_exclusive_group(required=True)
+    body.add_argument("--body", help="the record text")
+    body.add_argument("--body-file", metavar="PATH", help="read the text from PATH (- for stdin)")
+    p.add_argument("--source", required=True, help="the citation to show for this record")
+    p.add_argument("--expires-at", required=True, type=int, metavar="N", help="logical expiry time")
+
+    p = command("retrieve", "rank the in-scope records for a query")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--revision", required=True)
+    p.add_argument("--query", required=True)
+    p.add_argument("--now", required=True, type=int, metavar="N", help="the caller's logical time")
+    p.add_argument("--limit", type=int, default=5, metavar="N", help="at most N hits, 1..10 (default 5)")
+
+    p = command("forget", "delete one record of one tenant")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--record-id", required=True)
+    return parser
+
+
+def _read_body(args: argparse.Namespace) -> str:
+    if args.body is not None:
+        return str(args.body)
+    if args.body_file == "-":
+        return sys.stdin.read()
+    with open(args.body_file, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _existing(path: str) -> str:
+    """retrieve and forget never create a database: a typo must not look like 'no evidence'."""
+    if path != ":memory:" and not os.path.exists(path):
+        raise FileNotFoundError(f"no database at {path}; create one with 'pyevidence put'")
+    return path
+
+
+def _run(args: argparse.Namespace) -> Any:
+    if args.command == "demo":
+        return demo.run(engine=args.engine)
+    if args.command == "put":
+        body = _read_body(args)
+        with EvidenceStore(args.db, engine=args.engine) as store:
+            store.put(
+                tenant=args.tenant,
+                record_id=args.record_id,
+                revision=args.revision,
+                kind=args.kind,
+                body=body,
+                source=args.source,
+                expires_at=args.expires_at,
+            )
+        return {"put": {"tenant": args.tenant, "record_id": args.record_id}}
+    if args.command == "retrieve":
+        with EvidenceStore(_existing(args.db), engine=args.engine) as store:
+            result = store.retrieve(
+                tenant=args.tenant,
+                revision=args.revision,
+                query=args.query,
+                now=args.now,
+                limit=args.limit,
+            )
+        scope = {"tenant": args.tenant, "revision": args.revision, "now": args.now}
+        return {"query": args.query, "scope": scope, **result.to_dict()}
+    if args.command == "forget":
+        with EvidenceStore(_existing(args.db), engine=args.engine) as store:
+            deleted = store.forget(tenant=args.tenant, record_id=args.record_id)
+        return {"forget": {"tenant": args.tenant, "record_id": args.record_id, "deleted": deleted}}
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        output = _run(args)
+    except ValidationError as exc:
+        print(f"pyevidence: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except (EvidenceError, OSError, UnicodeDecodeError) as exc:
+        print(f"pyevidence: error: {exc}", file=sys.stderr)
+        return EXIT_STORE
+    sys.stdout.write(jsonout.dumps(output))
+    return EXIT_OK

@@ -1,0 +1,106 @@
+"""The pure-Python engine: the standard library's sqlite3 and Python scoring.
+
+It needs no compiler and no extension loading, and it is the reference the
+native engine is cross-checked against.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from .. import schema
+from ..errors import SchemaError, StoreError
+from ..records import Candidate, Record
+
+_PUT_SQL = (
+    "INSERT INTO evidence (tenant, record_id, revision, kind, body, source, expires_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (tenant, record_id) DO UPDATE SET"
+    " revision = excluded.revision, kind = excluded.kind, body = excluded.body,"
+    " source = excluded.source, expires_at = excluded.expires_at"
+)
+_FORGET_SQL = "DELETE FROM evidence WHERE tenant = ? AND record_id = ?"
+
+
+class PythonEngine:
+    name = "python"
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        where = os.fspath(path)
+        try:
+            # isolation_level=None: no implicit transactions; every statement
+            # commits on its own unless we BEGIN explicitly.
+            self._conn = sqlite3.connect(where, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {where}: {exc}") from None
+        try:
+            schema.prepare(self._query, self._script, where)
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise SchemaError(f"cannot use {where} as a pyevidence database: {exc}") from None
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _query(self, sql: str) -> Sequence[Sequence[Any]]:
+        return self._conn.execute(sql).fetchall()
+
+    def _script(self, sql: str) -> None:
+        # executescript() would COMMIT first; run statements one by one instead so
+        # they stay inside the caller's transaction.
+        for statement in _statements(sql):
+            self._conn.execute(statement)
+
+    def put(self, record: Record) -> None:
+        try:
+            self._conn.execute(
+                _PUT_SQL,
+                (
+                    record.tenant,
+                    record.record_id,
+                    record.revision,
+                    record.kind,
+                    record.body,
+                    record.source,
+                    record.expires_at,
+                ),
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"put failed: {exc}") from None
+
+    def forget(self, tenant: str, record_id: str) -> bool:
+        try:
+            cursor = self._conn.execute(_FORGET_SQL, (tenant, record_id))
+        except sqlite3.Error as exc:
+            raise StoreError(f"forget failed: {exc}") from None
+        return cursor.rowcount > 0
+
+    def candidates(self, tenant: str, revision: str, now: int) -> list[Candidate]:
+        try:
+            rows = self._conn.execute(schema.ELIGIBLE_SQL, (tenant, revision, now)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"retrieve failed: {exc}") from None
+        return [Candidate(*row) for row in rows]
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _statements(sql: str) -> list[str]:
+    """Split SQL text into complete statements, using SQLite's own notion of one."""
+    statements, pending = [], ""
+    for line in sql.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statements.append(pending)
+            pending = ""
+    if pending.strip() and not _only_comments(pending):
+        raise SchemaError("schema.sql ends with an incomplete statement")
+    return statements
+
+
+def _only_comments(sql: str) -> bool:
+    return all(not line.strip() or line.strip().startswith("--") for line in sql.splitlines())

@@ -1,0 +1,34 @@
+"""Exceptions raised by pyevidence. Every one derives from EvidenceError."""
+
+from __future__ import annotations
+
+
+class EvidenceError(Exception):
+    """Base class of every error pyevidence raises on purpose."""
+
+
+class ValidationError(EvidenceError, ValueError):
+    """An argument broke a documented rule; nothing was changed.
+
+    ``field`` names the offending argument, so a caller (or a CLI) can point at it.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class ScorerError(EvidenceError):
+    """A scorer returned something that is not a finite number."""
+
+
+class EngineUnavailableError(EvidenceError):
+    """The requested engine is not available in this installation."""
+
+
+class StoreError(EvidenceError):
+    """The database could not be opened, read or written as asked."""
+
+
+class SchemaError(StoreError):
+    """The file is not a pyevidence database of a version this release understands."""

@@ -1,0 +1,26 @@
+-- pyevidence schema, version 1. The one definition of the storage layout:
+-- both engines execute this file as-is, and a plain SQL user can too:
+--   sqlite3 evidence.db < schema.sql
+--
+-- The CHECK constraints repeat the put() validation rules as a guard, so a
+-- raw-SQL writer cannot store a row the API would reject. "Non-empty" means
+-- "not empty after trimming whitespace", where whitespace is exactly the set
+-- of characters Python's str.isspace() accepts (tests/test_schema.py proves
+-- the two agree). Emptiness is tested with <> '' rather than length(),
+-- because length() stops counting at the first NUL character.
+CREATE TABLE IF NOT EXISTS evidence (
+  tenant     TEXT    NOT NULL CHECK (trim(tenant,    char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> ''),
+  record_id  TEXT    NOT NULL CHECK (trim(record_id, char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> ''),
+  revision   TEXT    NOT NULL CHECK (trim(revision,  char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> ''),
+  kind       TEXT    NOT NULL CHECK (kind IN ('working', 'incident', 'runbook')),
+  body       TEXT    NOT NULL CHECK (trim(body,      char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> ''),
+  source     TEXT    NOT NULL CHECK (trim(source,    char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> ''),
+  expires_at INTEGER NOT NULL CHECK (expires_at >= 0),
+  PRIMARY KEY (tenant, record_id)
+) STRICT;
+
+-- Serves the eligibility query: one index range per (tenant, revision),
+-- starting just after the caller's logical time.
+CREATE INDEX IF NOT EXISTS evidence_scope ON evidence (tenant, revision, expires_at);
+
+PRAGMA user_version = 1;

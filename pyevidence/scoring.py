@@ -1,0 +1,74 @@
+"""Scorers and the ranking order.
+
+A scorer is any object with ``score(query, body) -> int | float``. It only ever
+receives candidates that already passed the eligibility rules (tenant, revision,
+expiry), so a scorer, local or remote, never sees out-of-scope text.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
+
+from . import tokens
+from .errors import ScorerError
+from .records import Candidate, Hit
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    def score(self, query: str, body: str) -> int | float: ...
+
+
+class TokenScorer:
+    """Counts the distinct tokens a query and a body share (see pyevidence.tokens).
+
+    Lexical only: it does not understand meaning, synonyms or word forms.
+    """
+
+    name = "token_overlap"
+
+    def score(self, query: str, body: str) -> int:
+        return tokens.token_overlap(query, body)
+
+
+def _checked(score: object, record_id: str) -> int | float:
+    """A plain int or a finite float; anything else is the scorer's bug, reported."""
+    if isinstance(score, bool) or not isinstance(score, numbers.Real):
+        raise ScorerError(
+            f"scorer returned {type(score).__name__} for record {record_id!r}; "
+            "a score must be a real number (int or float)"
+        )
+    if isinstance(score, numbers.Integral):
+        return int(score)
+    value = float(score)
+    if not math.isfinite(value):
+        raise ScorerError(f"scorer returned {value!r} for record {record_id!r}; scores must be finite")
+    return value
+
+
+def rank(query: str, candidates: Iterable[Candidate], scorer: Scorer, limit: int) -> tuple[Hit, ...]:
+    """The ranking order, in one place: positive scores only, highest first, ties by
+    record id ascending (code point order, the same as SQLite's BINARY collation on
+    UTF-8), at most ``limit`` hits."""
+    scored = []
+    for candidate in candidates:
+        score = _checked(scorer.score(query, candidate.body), candidate.record_id)
+        if score > 0:
+            scored.append((score, candidate))
+    scored.sort(key=lambda pair: (-pair[0], pair[1].record_id))
+    return tuple(hit_from(candidate, score) for score, candidate in scored[:limit])
+
+
+def hit_from(candidate: Candidate, score: int | float) -> Hit:
+    return Hit(
+        record_id=candidate.record_id,
+        revision=candidate.revision,
+        kind=candidate.kind,
+        score=score,
+        citation=candidate.source,
+        body=candidate.body,
+        expires_at=candidate.expires_at,
+    )

@@ -1,0 +1,165 @@
+"""EvidenceStore: the one public API over both engines."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+from . import validation
+from .engines.python_engine import PythonEngine
+from .errors import EngineUnavailableError, StoreError, ValidationError
+from .records import Retrieval
+from .scoring import Scorer, TokenScorer, rank
+
+ENGINES = ("auto", "native", "python")
+
+
+def _native_engine_class() -> Any:
+    """The native engine's class; ImportError when it was not built here."""
+    return importlib.import_module(".engines.native_engine", __package__).NativeEngine
+
+
+def native_available() -> bool:
+    """Whether the compiled native engine was built for this installation."""
+    try:
+        _native_engine_class()
+    except ImportError:
+        return False
+    return True
+
+
+def _open_engine(path: str | os.PathLike[str], engine: str) -> Any:
+    if not isinstance(engine, str) or engine not in ENGINES:
+        raise ValidationError("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}")
+    if engine == "python" or (engine == "auto" and not native_available()):
+        return PythonEngine(path)
+    try:
+        native_engine = _native_engine_class()
+    except ImportError as exc:
+        raise EngineUnavailableError(
+            "the native engine is not built in this installation "
+            f"({exc}); reinstall with a C compiler and the SQLite headers present "
+            "(Debian/Ubuntu: apt-get install gcc libsqlite3-dev), or use engine='python'"
+        ) from None
+    return native_engine(path)
+
+
+class EvidenceStore:
+    """A scoped evidence memory in one SQLite database.
+
+    ``path`` is a file (created with the schema if absent, reopened with its data
+    intact otherwise) or ``":memory:"``. ``engine`` is ``"python"``, ``"native"`` or
+    ``"auto"`` (native when built, else python); ``store.engine`` tells which one
+    runs. A store may be shared between threads: calls on one store are
+    serialised by a lock. Use it as a context manager or call ``close()``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, engine: str = "auto") -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise ValidationError("path", f"must be a file path or ':memory:', got {type(path).__name__}")
+        self._engine = _open_engine(path, engine)
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def engine(self) -> str:
+        """The name of the engine this store runs on: "python" or "native"."""
+        return str(self._engine.name)
+
+    def put(
+        self,
+        *,
+        tenant: str,
+        record_id: str,
+        revision: str,
+        kind: str,
+        body: str,
+        source: str,
+        expires_at: int,
+    ) -> None:
+        """Insert or replace the record (tenant, record_id), atomically.
+
+        ``kind`` is "working", "incident" or "runbook"; every string must be
+        non-empty (whitespace-only counts as empty); ``expires_at`` is an integer
+        in 0..2**63-1, in the caller's logical time. Raises ValidationError naming
+        the field, with nothing written, when any rule is broken.
+        """
+        record = validation.record(
+            tenant=tenant,
+            record_id=record_id,
+            revision=revision,
+            kind=kind,
+            body=body,
+            source=source,
+            expires_at=expires_at,
+        )
+        with self._engine_locked() as engine:
+            engine.put(record)
+
+    def retrieve(
+        self,
+        *,
+        tenant: str,
+        revision: str,
+        query: str,
+        now: int,
+        limit: int = 5,
+        scorer: Scorer | None = None,
+    ) -> Retrieval:
+        """The records of ``tenant`` at ``revision`` with ``expires_at > now`` that
+        score above zero for ``query``, best first, ties by record id, at most
+        ``limit`` (1..10).
+
+        Eligibility is decided first, in SQL; only eligible records reach the
+        scorer (default: TokenScorer, lexical overlap). An empty result means no
+        evidence was found, not that no problem exists.
+        """
+        tenant, revision, now = validation.scope(tenant=tenant, revision=revision, now=now)
+        query = validation.query(query)
+        limit = validation.limit(limit)
+        if scorer is not None and not callable(getattr(scorer, "score", None)):
+            raise ValidationError("scorer", "must have a score(query, body) method")
+        with self._engine_locked() as engine:
+            if scorer is None and hasattr(engine, "rank_by_tokens"):
+                hits, eligible = engine.rank_by_tokens(tenant, revision, now, query, limit)
+                return Retrieval(hits=hits, eligible_count=eligible)
+            candidates = engine.candidates(tenant, revision, now)
+        # Scoring happens outside the lock: a slow scorer must not stall other threads.
+        hits = rank(query, candidates, scorer or TokenScorer(), limit)
+        return Retrieval(hits=hits, eligible_count=len(candidates))
+
+    def forget(self, *, tenant: str, record_id: str) -> bool:
+        """Delete record ``record_id`` of ``tenant`` only; True when a row was deleted."""
+        tenant, record_id = validation.record_key(tenant=tenant, record_id=record_id)
+        with self._engine_locked() as engine:
+            return bool(engine.forget(tenant, record_id))
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._engine.close()
+
+    def __enter__(self) -> EvidenceStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def _engine_locked(self) -> Iterator[Any]:
+        """The engine, with the store's lock held; a closed store is refused."""
+        with self._lock:
+            if self._closed:
+                raise StoreError("this EvidenceStore is closed")
+            yield self._engine

@@ -1,0 +1,93 @@
+"""The validation rules: the one place that decides which arguments are acceptable.
+
+Both engines call these functions before touching the database, so a rejected
+call changes nothing. The schema's CHECK constraints repeat the storable-row
+rules as a guard for raw-SQL writers (tests/test_schema.py proves they agree).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import ValidationError
+from .records import KINDS, Record
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+LIMIT_MIN = 1
+LIMIT_MAX = 10
+
+
+def text(field: str, value: Any, *, allow_empty: bool = False) -> str:
+    """A str that SQLite can store as UTF-8; non-empty after stripping unless allowed."""
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise ValidationError(field, "must not be empty or only whitespace")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            field, f"is not valid Unicode text (lone surrogate at index {exc.start})"
+        ) from None
+    return value
+
+
+def integer(field: str, value: Any, *, minimum: int, maximum: int) -> int:
+    """An int (bool excluded: True is not a time or a count) within [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(field, f"must be an integer, got {type(value).__name__}")
+    if not minimum <= value <= maximum:
+        raise ValidationError(field, f"must be between {minimum} and {maximum}, got {value}")
+    return int(value)
+
+
+def record_kind(value: Any) -> str:
+    if not isinstance(value, str) or value not in KINDS:
+        raise ValidationError("kind", f"must be one of {', '.join(KINDS)}; got {value!r}")
+    return value
+
+
+def record(
+    *,
+    tenant: Any,
+    record_id: Any,
+    revision: Any,
+    kind: Any,
+    body: Any,
+    source: Any,
+    expires_at: Any,
+) -> Record:
+    """Validate put() arguments, in signature order, and return the Record to store."""
+    return Record(
+        tenant=text("tenant", tenant),
+        record_id=text("record_id", record_id),
+        revision=text("revision", revision),
+        kind=record_kind(kind),
+        body=text("body", body),
+        source=text("source", source),
+        expires_at=integer("expires_at", expires_at, minimum=0, maximum=INT64_MAX),
+    )
+
+
+def scope(*, tenant: Any, revision: Any, now: Any) -> tuple[str, str, int]:
+    """Validate the eligibility arguments of retrieve()."""
+    return (
+        text("tenant", tenant),
+        text("revision", revision),
+        integer("now", now, minimum=INT64_MIN, maximum=INT64_MAX),
+    )
+
+
+def query(value: Any) -> str:
+    """Any string is a query; one without tokens simply matches nothing lexically."""
+    return text("query", value, allow_empty=True)
+
+
+def limit(value: Any) -> int:
+    return integer("limit", value, minimum=LIMIT_MIN, maximum=LIMIT_MAX)
+
+
+def record_key(*, tenant: Any, record_id: Any) -> tuple[str, str]:
+    """Validate the (tenant, record_id) pair that names one record."""
+    return text("tenant", tenant), text("record_id", record_id)

@@ -1,0 +1,62 @@
+"""Shared fixtures. Engine-agnostic tests take ``engine`` and run once per engine.
+
+The native engine is optional at install time; with PYEVIDENCE_REQUIRE_NATIVE=1
+(set by ``make test``) its absence is a test failure instead of a silent skip.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from pyevidence import EvidenceStore, native_available
+
+# Property and model tests: opening stores makes examples slow to generate, which
+# is expected here. "ci" (set by make test) runs more examples, derandomized so a
+# landing is never decided by luck; locally each run explores new inputs.
+_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("dev", max_examples=100, **_COMMON)  # type: ignore[arg-type]
+settings.register_profile("ci", max_examples=300, derandomize=True, print_blob=True, **_COMMON)  # type: ignore[arg-type]
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+ENGINES = ["python", "native"]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    del config, items
+    if os.environ.get("PYEVIDENCE_REQUIRE_NATIVE") == "1" and not native_available():
+        raise pytest.UsageError(
+            "PYEVIDENCE_REQUIRE_NATIVE=1 but the native engine is not built; "
+            "see the build output of 'pip install -e .'"
+        )
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    name = str(request.param)
+    if name == "native" and not native_available():
+        pytest.skip("native engine not built in this installation")
+    return name
+
+
+@pytest.fixture
+def open_store(engine: str, tmp_path: os.PathLike[str]) -> Iterator[Callable[..., EvidenceStore]]:
+    """Open stores on the engine under test; all are closed after the test."""
+    opened: list[EvidenceStore] = []
+
+    def factory(path: str | os.PathLike[str] | None = None) -> EvidenceStore:
+        store = EvidenceStore(path if path is not None else ":memory:", engine=engine)
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(open_store: Callable[..., EvidenceStore]) -> EvidenceStore:
+    return open_store()

@@ -1,0 +1,198 @@
+"""The command line: the demo's exact bytes, and put / retrieve / forget with exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pyevidence.cli import main
+
+GOLDEN_DEMO = (Path(__file__).parent / "golden" / "demo.json").read_text()
+
+
+def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pyevidence", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_demo_prints_the_exact_report(engine: str) -> None:
+    done = run_cli("demo", "--engine", engine)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == GOLDEN_DEMO
+
+
+def test_demo_report_content() -> None:
+    report = json.loads(GOLDEN_DEMO)
+    assert [hit["citation"] for hit in report["hits"]] == ["runbook://queue/v1"]
+    assert report["eligible_count"] == 1
+    assert report["stored_records"] == 3
+    assert "not that no problem exists" in report["note"]
+
+
+def test_put_retrieve_forget_round_trip(
+    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "cli.db")
+    common = ["--db", db, "--engine", engine]
+    assert (
+        main(
+            [
+                "put",
+                *common,
+                "--tenant",
+                "team-a",
+                "--record-id",
+                "r1",
+                "--revision",
+                "v1",
+                "--kind",
+                "runbook",
+                "--body",
+                "Restart the queue consumer",
+                "--source",
+                "runbook://queue/v1",
+                "--expires-at",
+                "50",
+            ]
+        )
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out) == {"put": {"tenant": "team-a", "record_id": "r1"}}
+
+    assert (
+        main(
+            [
+                "retrieve",
+                *common,
+                "--tenant",
+                "team-a",
+                "--revision",
+                "v1",
+                "--query",
+                "queue restart",
+                "--now",
+                "10",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["eligible_count"] == 1
+    assert [(h["record_id"], h["score"], h["citation"]) for h in out["hits"]] == [
+        ("r1", 2, "runbook://queue/v1")
+    ]
+
+    assert main(["forget", *common, "--tenant", "team-b", "--record-id", "r1"]) == 0
+    assert json.loads(capsys.readouterr().out)["forget"]["deleted"] is False
+    assert main(["forget", *common, "--tenant", "team-a", "--record-id", "r1"]) == 0
+    assert json.loads(capsys.readouterr().out)["forget"]["deleted"] is True
+
+
+def test_put_reads_body_from_stdin(tmp_path: Path) -> None:
+    db = str(tmp_path / "cli.db")
+    done = run_cli(
+        "put",
+        "--db",
+        db,
+        "--tenant",
+        "t",
+        "--record-id",
+        "r",
+        "--revision",
+        "v",
+        "--kind",
+        "working",
+        "--body-file",
+        "-",
+        "--source",
+        "s",
+        "--expires-at",
+        "9",
+        stdin="line one\nqueue line two\n",
+    )
+    assert done.returncode == 0, done.stderr
+    done = run_cli(
+        "retrieve", "--db", db, "--tenant", "t", "--revision", "v", "--query", "queue", "--now", "0"
+    )
+    assert json.loads(done.stdout)["hits"][0]["body"] == "line one\nqueue line two\n"
+
+
+def test_invalid_input_exits_2_and_names_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "cli.db")
+    code = main(
+        [
+            "put",
+            "--db",
+            db,
+            "--tenant",
+            " ",
+            "--record-id",
+            "r",
+            "--revision",
+            "v",
+            "--kind",
+            "working",
+            "--body",
+            "b",
+            "--source",
+            "s",
+            "--expires-at",
+            "1",
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    assert captured.err == "pyevidence: error: tenant: must not be empty or only whitespace\n"
+    code = main(
+        [
+            "retrieve",
+            "--db",
+            db,
+            "--tenant",
+            "t",
+            "--revision",
+            "v",
+            "--query",
+            "q",
+            "--now",
+            "0",
+            "--limit",
+            "11",
+        ]
+    )
+    assert code == 2
+    assert "limit: must be between 1 and 10, got 11" in capsys.readouterr().err
+
+
+def test_retrieve_on_a_missing_database_is_an_error_not_an_empty_result(tmp_path: Path) -> None:
+    missing = tmp_path / "typo.db"
+    done = run_cli(
+        "retrieve", "--db", str(missing), "--tenant", "t", "--revision", "v", "--query", "q", "--now", "0"
+    )
+    assert done.returncode == 1
+    assert "no database at" in done.stderr and done.stdout == ""
+    assert not missing.exists()
+
+
+def test_usage_errors_exit_2() -> None:
+    done = run_cli("put", "--db", "x.db")
+    assert done.returncode == 2
+    assert "required" in done.stderr
+    assert (
+        run_cli(
+            "retrieve", "--db", "x", "--tenant", "t", "--revision", "v", "--query", "q", "--now", "soon"
+        ).returncode
+        == 2
+    )

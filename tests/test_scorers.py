@@ -1,0 +1,79 @@
+"""The scorer seam: custom scorers see only eligible candidates; bad scores are errors."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from helpers import record
+
+from pyevidence import EvidenceStore, ScorerError, TokenScorer
+
+
+class Recording:
+    """Scores by body length and records every body it was shown."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def score(self, query: str, body: str) -> float:
+        self.seen.append((query, body))
+        return float(len(body))
+
+
+def test_custom_scorer_sees_only_eligible_bodies(store: EvidenceStore) -> None:
+    store.put(**record(record_id="in", body="eligible body"))
+    store.put(**record(record_id="other-tenant", tenant="team-b", body="team-b secret"))
+    store.put(**record(record_id="other-rev", revision="v2", body="v2 text"))
+    store.put(**record(record_id="expired", body="expired text", expires_at=5))
+    scorer = Recording()
+    result = store.retrieve(tenant="team-a", revision="v1", query="anything", now=5, scorer=scorer)
+    assert scorer.seen == [("anything", "eligible body")]
+    assert [(h.record_id, h.score) for h in result] == [("in", 13.0)]
+
+
+def test_custom_scorer_uses_the_same_ranking_rules(store: EvidenceStore) -> None:
+    scores = {"a": 1.5, "b": 2, "c": 1.5, "d": 0, "e": -3.0}
+    for rid in scores:
+        store.put(**record(record_id=rid, body=rid))
+
+    class Table:
+        def score(self, query: str, body: str) -> float:
+            return scores[body]
+
+    result = store.retrieve(tenant="team-a", revision="v1", query="", now=0, scorer=Table())
+    assert [(h.record_id, h.score) for h in result] == [("b", 2), ("a", 1.5), ("c", 1.5)]
+    assert result.eligible_count == 5
+
+
+def test_token_scorer_passed_explicitly_matches_default(store: EvidenceStore) -> None:
+    store.put(**record(record_id="x", body="queue lag"))
+    store.put(**record(record_id="y", body="queue"))
+    default = store.retrieve(tenant="team-a", revision="v1", query="queue lag", now=0)
+    explicit = store.retrieve(tenant="team-a", revision="v1", query="queue lag", now=0, scorer=TokenScorer())
+    assert default == explicit
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, "3", None, True, [1], 1j])
+def test_non_finite_or_non_numeric_scores_are_errors(store: EvidenceStore, bad: Any) -> None:
+    store.put(**record())
+
+    class Bad:
+        def score(self, query: str, body: str) -> Any:
+            return bad
+
+    with pytest.raises(ScorerError, match="record 'r1'"):
+        store.retrieve(tenant="team-a", revision="v1", query="q", now=0, scorer=Bad())
+
+
+def test_other_real_numbers_are_accepted_as_plain_numbers(store: EvidenceStore) -> None:
+    store.put(**record())
+
+    class Frac:
+        def score(self, query: str, body: str) -> Fraction:
+            return Fraction(1, 4)
+
+    (hit,) = store.retrieve(tenant="team-a", revision="v1", query="q", now=0, scorer=Frac())
+    assert hit.score == 0.25 and type(hit.score) is float
