@@ -1,5 +1,24 @@
-"""Build script. Metadata lives in pyproject.toml; this file only adds compiled parts."""
+"""Build script. Metadata lives in pyproject.toml; this file adds the compiled parts.
 
-from setuptools import setup
+Both compiled parts are optional: without a C compiler or the SQLite headers the
+package still installs, with the pure-Python engine only (pyevidence doctor and
+EvidenceStore(engine="native") then say what is missing).
+"""
 
-setup()
+from setuptools import Extension, setup
+
+# The loadable SQLite extension, shipped inside the package for loadable_path().
+# Its file name starts with "evidence", so SQLite finds sqlite3_evidence_init.
+# It must not link libsqlite3: it uses the host's SQLite through sqlite3_api.
+LOADABLE_SOURCES = [
+    "csrc/evidence_ext.c",
+    "csrc/evidence_overlap.c",
+    "csrc/evidence_eligible.c",
+    "csrc/evidence_tokens.c",
+]
+
+setup(
+    ext_modules=[
+        Extension("pyevidence.evidence", sources=LOADABLE_SOURCES, include_dirs=["csrc"], optional=True),
+    ],
+)

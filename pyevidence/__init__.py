@@ -13,6 +13,7 @@ from .errors import (
     StoreError,
     ValidationError,
 )
+from .loadable import load, loadable_path
 from .records import KINDS, Candidate, Hit, Record, Retrieval
 from .scoring import Scorer, TokenScorer
 from .store import EvidenceStore, native_available
@@ -36,6 +37,8 @@ __all__ = [
     "TokenScorer",
     "ValidationError",
     "__version__",
+    "load",
+    "loadable_path",
     "native_available",
     "token_overlap",
 ]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-from pyevidence import EvidenceStore, native_available
+from pyevidence import EngineUnavailableError, EvidenceStore, loadable_path, native_available
 
 # Property and model tests: opening stores makes examples slow to generate, which
 # is expected here. "ci" (set by make test) runs more examples, derandomized so a
@@ -25,11 +25,21 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 ENGINES = ["python", "native"]
 
 
+def _missing_compiled_parts() -> list[str]:
+    missing = []
+    try:
+        loadable_path()
+    except EngineUnavailableError:
+        missing.append("the loadable extension")
+    return missing
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     del config, items
-    if os.environ.get("PYEVIDENCE_REQUIRE_NATIVE") == "1" and not native_available():
+    missing = _missing_compiled_parts()
+    if os.environ.get("PYEVIDENCE_REQUIRE_NATIVE") == "1" and missing:
         raise pytest.UsageError(
-            "PYEVIDENCE_REQUIRE_NATIVE=1 but the native engine is not built; "
+            f"PYEVIDENCE_REQUIRE_NATIVE=1 but {' and '.join(missing)} not built; "
             "see the build output of 'pip install -e .'"
         )
 

@@ -1,0 +1,294 @@
+/*
+** evidence_eligible.c: the eligibility relation, as a table-valued function.
+**
+**   SELECT record_id, source, token_overlap(:q, body) AS score
+**     FROM evidence_eligible('team-a', 'v1', 100)
+**    WHERE score > 0 ORDER BY score DESC, record_id LIMIT 5;
+**
+** evidence_eligible(tenant, revision, now) is the set of rows of the evidence
+** table (schema.sql) that belong to that tenant and revision and whose
+** expires_at is strictly greater than now, with the table's columns:
+** tenant, record_id, revision, kind, body, source, expires_at. It is the SQL
+** form of the rule "eligibility before ranking": a query that ranks over it
+** cannot see another tenant's, another revision's or an expired row.
+**
+** All three arguments are required: tenant and revision must be text, now an
+** integer. A missing argument is an error naming it, never a scan of every
+** tenant; a NULL or mistyped argument is an error too, not an empty result.
+** The rows are read through the index evidence_scope (tenant, revision,
+** expires_at): one range, no other tenant's rows touched.
+**
+** How it works: an eponymous-only virtual table (it exists in every database
+** without CREATE VIRTUAL TABLE) whose arguments bind to three HIDDEN columns
+** scope_tenant, scope_revision and scope_now. xBestIndex insists on an
+** equality constraint on each; xFilter runs one prepared SELECT on the
+** evidence table of the same database. It is read-only: writes go to the
+** evidence table itself.
+*/
+#include "evidence_sqlite.h"
+
+#include <string.h>
+
+/* Column numbers, in the order of the declaration below. */
+enum {
+  ELIGIBLE_TENANT,
+  ELIGIBLE_RECORD_ID,
+  ELIGIBLE_REVISION,
+  ELIGIBLE_KIND,
+  ELIGIBLE_BODY,
+  ELIGIBLE_SOURCE,
+  ELIGIBLE_EXPIRES_AT,
+  ELIGIBLE_N_TABLE_COLUMNS,
+  ELIGIBLE_SCOPE_TENANT = ELIGIBLE_N_TABLE_COLUMNS,
+  ELIGIBLE_SCOPE_REVISION,
+  ELIGIBLE_SCOPE_NOW
+};
+
+#define ELIGIBLE_N_ARGS 3
+
+static const char *const azArgName[ELIGIBLE_N_ARGS] = {"tenant", "revision", "now"};
+
+typedef struct EligibleVtab {
+  sqlite3_vtab base; /* base class: must be first */
+  sqlite3 *db;
+  char *zSchema; /* the database this relation reads: "main", or an attached one */
+} EligibleVtab;
+
+typedef struct EligibleCursor {
+  sqlite3_vtab_cursor base; /* base class: must be first */
+  sqlite3_stmt *pStmt;      /* the eligibility query, prepared on first use */
+  sqlite3_int64 iRowid;     /* rows returned so far */
+  sqlite3_int64 iNow;       /* the now argument */
+  int bEof;
+} EligibleCursor;
+
+static int eligibleError(sqlite3_vtab *pVtab, const char *zFormat, const char *zArg) {
+  sqlite3_free(pVtab->zErrMsg);
+  pVtab->zErrMsg = sqlite3_mprintf(zFormat, zArg);
+  return pVtab->zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
+static int eligibleConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab,
+                           char **pzErr) {
+  EligibleVtab *pNew;
+  int rc;
+  (void)pAux;
+  (void)argc;
+  (void)pzErr;
+  rc = sqlite3_declare_vtab(db,
+                            "CREATE TABLE x(tenant TEXT, record_id TEXT, revision TEXT, kind TEXT,"
+                            " body TEXT, source TEXT, expires_at INTEGER,"
+                            " scope_tenant HIDDEN, scope_revision HIDDEN, scope_now HIDDEN)");
+  if (rc != SQLITE_OK) return rc;
+  pNew = sqlite3_malloc(sizeof(*pNew));
+  if (pNew == 0) return SQLITE_NOMEM;
+  memset(pNew, 0, sizeof(*pNew));
+  pNew->db = db;
+  pNew->zSchema = sqlite3_mprintf("%s", argv[1]);
+  if (pNew->zSchema == 0) {
+    sqlite3_free(pNew);
+    return SQLITE_NOMEM;
+  }
+  /* Reading rows the caller may read anyway is harmless inside views and triggers. */
+  sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
+  *ppVtab = &pNew->base;
+  return SQLITE_OK;
+}
+
+static int eligibleDisconnect(sqlite3_vtab *pVtab) {
+  EligibleVtab *p = (EligibleVtab *)pVtab;
+  sqlite3_free(p->zSchema);
+  sqlite3_free(p);
+  return SQLITE_OK;
+}
+
+static int eligibleOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor) {
+  EligibleCursor *pCur = sqlite3_malloc(sizeof(*pCur));
+  (void)pVtab;
+  if (pCur == 0) return SQLITE_NOMEM;
+  memset(pCur, 0, sizeof(*pCur));
+  pCur->bEof = 1;
+  *ppCursor = &pCur->base;
+  return SQLITE_OK;
+}
+
+static int eligibleClose(sqlite3_vtab_cursor *cur) {
+  EligibleCursor *pCur = (EligibleCursor *)cur;
+  sqlite3_finalize(pCur->pStmt);
+  sqlite3_free(pCur);
+  return SQLITE_OK;
+}
+
+/* Copies the inner statement's error to the virtual table, for the caller to see. */
+static int eligibleStepError(sqlite3_vtab_cursor *cur, int rc) {
+  EligibleVtab *pTab = (EligibleVtab *)cur->pVtab;
+  sqlite3_free(pTab->base.zErrMsg);
+  pTab->base.zErrMsg = sqlite3_mprintf("evidence_eligible(): %s", sqlite3_errmsg(pTab->db));
+  return rc;
+}
+
+static int eligibleNext(sqlite3_vtab_cursor *cur) {
+  EligibleCursor *pCur = (EligibleCursor *)cur;
+  int rc = sqlite3_step(pCur->pStmt);
+  if (rc == SQLITE_ROW) {
+    pCur->iRowid++;
+    return SQLITE_OK;
+  }
+  pCur->bEof = 1;
+  return rc == SQLITE_DONE ? SQLITE_OK : eligibleStepError(cur, rc);
+}
+
+static const char *typeName(int eType) {
+  switch (eType) {
+    case SQLITE_INTEGER: return "integer";
+    case SQLITE_FLOAT: return "real";
+    case SQLITE_TEXT: return "text";
+    case SQLITE_BLOB: return "blob";
+    default: return "NULL";
+  }
+}
+
+/* Checks the three arguments' types; returns SQLITE_OK or an error with a message. */
+static int eligibleCheckArgs(sqlite3_vtab *pVtab, sqlite3_value **argv) {
+  static const int aWant[ELIGIBLE_N_ARGS] = {SQLITE_TEXT, SQLITE_TEXT, SQLITE_INTEGER};
+  int i;
+  for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
+    int eType = sqlite3_value_type(argv[i]);
+    if (eType != aWant[i]) {
+      sqlite3_free(pVtab->zErrMsg);
+      pVtab->zErrMsg = sqlite3_mprintf("evidence_eligible(): %s must be %s, got %s", azArgName[i],
+                                       aWant[i] == SQLITE_TEXT ? "text" : "an integer", typeName(eType));
+      return pVtab->zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
+    }
+  }
+  return SQLITE_OK;
+}
+
+static int eligibleFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc,
+                          sqlite3_value **argv) {
+  EligibleCursor *pCur = (EligibleCursor *)cur;
+  EligibleVtab *pTab = (EligibleVtab *)cur->pVtab;
+  int rc, i;
+  (void)idxNum;
+  (void)idxStr;
+  pCur->bEof = 1;
+  pCur->iRowid = 0;
+  if (argc != ELIGIBLE_N_ARGS) return eligibleError(cur->pVtab, "evidence_eligible(): %s", "bad plan");
+  rc = eligibleCheckArgs(cur->pVtab, argv);
+  if (rc != SQLITE_OK) return rc;
+  pCur->iNow = sqlite3_value_int64(argv[2]);
+  if (pCur->pStmt == 0) {
+    char *zSql = sqlite3_mprintf(
+        "SELECT tenant, record_id, revision, kind, body, source, expires_at FROM \"%w\".evidence"
+        " WHERE tenant = ?1 AND revision = ?2 AND expires_at > ?3",
+        pTab->zSchema);
+    if (zSql == 0) return SQLITE_NOMEM;
+    rc = sqlite3_prepare_v3(pTab->db, zSql, -1, SQLITE_PREPARE_PERSISTENT, &pCur->pStmt, 0);
+    sqlite3_free(zSql);
+    if (rc != SQLITE_OK) {
+      sqlite3_free(cur->pVtab->zErrMsg);
+      cur->pVtab->zErrMsg = sqlite3_mprintf(
+          "evidence_eligible(): %s (create the schema from schema.sql first)", sqlite3_errmsg(pTab->db));
+      return rc;
+    }
+  } else {
+    sqlite3_reset(pCur->pStmt);
+  }
+  for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
+    rc = sqlite3_bind_value(pCur->pStmt, i + 1, argv[i]);
+    if (rc != SQLITE_OK) return rc;
+  }
+  pCur->bEof = 0;
+  return eligibleNext(cur);
+}
+
+static int eligibleEof(sqlite3_vtab_cursor *cur) {
+  return ((EligibleCursor *)cur)->bEof;
+}
+
+static int eligibleColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int iCol) {
+  EligibleCursor *pCur = (EligibleCursor *)cur;
+  int iSource = iCol;
+  /* The hidden argument columns echo the arguments: the row's own tenant and revision, and now. */
+  if (iCol == ELIGIBLE_SCOPE_NOW) {
+    sqlite3_result_int64(ctx, pCur->iNow);
+    return SQLITE_OK;
+  }
+  if (iCol == ELIGIBLE_SCOPE_TENANT) iSource = ELIGIBLE_TENANT;
+  if (iCol == ELIGIBLE_SCOPE_REVISION) iSource = ELIGIBLE_REVISION;
+  sqlite3_result_value(ctx, sqlite3_column_value(pCur->pStmt, iSource));
+  return SQLITE_OK;
+}
+
+static int eligibleRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid) {
+  *pRowid = ((EligibleCursor *)cur)->iRowid;
+  return SQLITE_OK;
+}
+
+/*
+** Every argument must arrive as an equality constraint on its hidden column.
+** A constraint that exists but is unusable in this plan (it depends on a table
+** joined later) makes the plan unusable (SQLITE_CONSTRAINT), so SQLite tries
+** another order; an argument with no constraint at all is the caller's error.
+*/
+static int eligibleBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
+  int aiUsable[ELIGIBLE_N_ARGS] = {-1, -1, -1};
+  int abSeen[ELIGIBLE_N_ARGS] = {0, 0, 0};
+  int i;
+  for (i = 0; i < pInfo->nConstraint; i++) {
+    const struct sqlite3_index_constraint *pCons = &pInfo->aConstraint[i];
+    int iArg = pCons->iColumn - ELIGIBLE_SCOPE_TENANT;
+    if (iArg < 0 || iArg >= ELIGIBLE_N_ARGS || pCons->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    abSeen[iArg] = 1;
+    if (pCons->usable && aiUsable[iArg] < 0) aiUsable[iArg] = i;
+  }
+  for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
+    if (!abSeen[i]) {
+      return eligibleError(pVtab,
+                           "evidence_eligible(): argument %s is missing; "
+                           "call it as evidence_eligible(tenant, revision, now)",
+                           azArgName[i]);
+    }
+  }
+  for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
+    if (aiUsable[i] < 0) return SQLITE_CONSTRAINT;
+  }
+  for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
+    pInfo->aConstraintUsage[aiUsable[i]].argvIndex = i + 1;
+    pInfo->aConstraintUsage[aiUsable[i]].omit = 1;
+  }
+  pInfo->estimatedCost = 100.0;
+  pInfo->estimatedRows = 100;
+  return SQLITE_OK;
+}
+
+static sqlite3_module eligibleModule = {
+    0,                  /* iVersion */
+    0,                  /* xCreate: 0 makes it eponymous-only */
+    eligibleConnect,    /* xConnect */
+    eligibleBestIndex,  /* xBestIndex */
+    eligibleDisconnect, /* xDisconnect */
+    0,                  /* xDestroy */
+    eligibleOpen,       /* xOpen */
+    eligibleClose,      /* xClose */
+    eligibleFilter,     /* xFilter */
+    eligibleNext,       /* xNext */
+    eligibleEof,        /* xEof */
+    eligibleColumn,     /* xColumn */
+    eligibleRowid,      /* xRowid */
+    0,                  /* xUpdate: read-only */
+    0,                  /* xBegin */
+    0,                  /* xSync */
+    0,                  /* xCommit */
+    0,                  /* xRollback */
+    0,                  /* xFindFunction */
+    0,                  /* xRename */
+    0,                  /* xSavepoint */
+    0,                  /* xRelease */
+    0,                  /* xRollbackTo */
+    0,                  /* xShadowName */
+};
+
+int evidenceEligibleRegister(sqlite3 *db) {
+  return sqlite3_create_module(db, "evidence_eligible", &eligibleModule, 0);
+}

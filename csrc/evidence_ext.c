@@ -1,0 +1,49 @@
+/*
+** evidence_ext.c: the entry point of the pyevidence SQLite extension.
+**
+**   sqlite> .load ./evidence
+**   sqlite> SELECT evidence_version();                   -- 0.1.0
+**   sqlite> SELECT record_id, source, token_overlap('queue lag', body) AS score
+**      ...>   FROM evidence_eligible('team-a', 'v1', 100)
+**      ...>  WHERE score > 0 ORDER BY score DESC, record_id LIMIT 5;
+**
+** Registers on a connection:
+**   token_overlap(query, body)   evidence_overlap.c
+**   evidence_tokens(text)        evidence_overlap.c
+**   evidence_eligible(tenant, revision, now)   evidence_eligible.c
+**   evidence_version()           here: the pyevidence release these sources belong to
+**
+** Built as a loadable extension, SQLite calls sqlite3_evidence_init() (the name
+** it derives from "evidence.so"). Built with -DSQLITE_CORE into a program that
+** links SQLite itself, the program calls evidenceRegister() on its connection.
+*/
+#define EVIDENCE_EXT_OWNS_API
+#include "evidence_sqlite.h"
+SQLITE_EXTENSION_INIT1
+
+static void versionFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  sqlite3_result_text(ctx, EVIDENCE_VERSION, -1, SQLITE_STATIC);
+}
+
+int evidenceRegister(sqlite3 *db) {
+  const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
+  int rc = sqlite3_create_function(db, "evidence_version", 0, flags, 0, versionFunc, 0, 0);
+  if (rc == SQLITE_OK) rc = evidenceOverlapRegister(db);
+  if (rc == SQLITE_OK) rc = evidenceEligibleRegister(db);
+  return rc;
+}
+
+#ifdef _WIN32
+__declspec(dllexport)
+#endif
+int sqlite3_evidence_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
+  int rc;
+  SQLITE_EXTENSION_INIT2(pApi);
+  rc = evidenceRegister(db);
+  if (rc != SQLITE_OK && pzErrMsg) {
+    *pzErrMsg = sqlite3_mprintf("evidence: cannot register functions: %s", sqlite3_errstr(rc));
+  }
+  return rc;
+}
