@@ -31,17 +31,21 @@ VALGRIND    := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-lea
 REQUIRE_NATIVE ?= 1
 export HYPOTHESIS_PROFILE ?= dev
 
-.PHONY: demo test test-py test-c test-asan test-valgrind ext lint format clean
+.PHONY: demo test test-py test-c test-asan test-valgrind test-leaks ext lint format clean
 
 ## demo: install the package into .venv and run the demonstration
 demo: $(VENV)/.installed
 	$(VENV)/bin/pyevidence demo
 
 ## test: every check that must pass before anything lands
-test: lint test-c test-asan test-valgrind test-py
+test: lint test-c test-asan test-valgrind test-leaks test-py
 
 test-py: $(VENV)/.installed-dev
 	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) $(PY) -m pytest -q
+
+## test-leaks: the native engine under valgrind, driven from Python (tests/valgrind_leaks.py)
+test-leaks: $(VENV)/.installed-dev
+	$(PY) tests/valgrind_leaks.py
 
 ## ext: the loadable extension, for `.load build/evidence` in the sqlite3 shell
 ext: build/evidence.$(EXT_SUFFIX)

@@ -18,6 +18,8 @@ LOADABLE_SOURCES = [
 ]
 
 setup(
+    # The native engine: cffi bindings over csrc/evidence_store.c (see the build script).
+    cffi_modules=["pyevidence/_build_native.py:ffibuilder"],
     ext_modules=[
         Extension("pyevidence.evidence", sources=LOADABLE_SOURCES, include_dirs=["csrc"], optional=True),
     ],

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import demo, jsonout
+from . import demo, doctor, jsonout
 from .errors import EvidenceError, ValidationError
 from .records import KINDS
 from .store import ENGINES, EvidenceStore
@@ -35,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     command("demo", "run the eligibility-before-ranking demonstration", db=False)
+    sub.add_parser("doctor", help="show what this installation can do (engines, SQLite, extension loading)")
 
     p = command("put", "insert or replace one record (creates the database if absent)")
     p.add_argument("--tenant", required=True)
@@ -79,6 +80,8 @@ def _existing(path: str) -> str:
 def _run(args: argparse.Namespace) -> Any:
     if args.command == "demo":
         return demo.run(engine=args.engine)
+    if args.command == "doctor":
+        return doctor.report()
     if args.command == "put":
         body = _read_body(args)
         with EvidenceStore(args.db, engine=args.engine) as store:

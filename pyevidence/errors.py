@@ -32,3 +32,12 @@ class StoreError(EvidenceError):
 
 class SchemaError(StoreError):
     """The file is not a pyevidence database of a version this release understands."""
+
+
+# SQLite's primary result codes for "this file is not a usable database".
+_NOT_A_DATABASE = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+def from_sqlite(code: int, message: str) -> StoreError:
+    """The exception both engines raise for an SQLite failure with result ``code``."""
+    return (SchemaError if code & 0xFF in _NOT_A_DATABASE else StoreError)(message)

@@ -11,7 +11,8 @@ KINDS = ("working", "incident", "runbook")
 
 @dataclass(frozen=True)
 class Record:
-    """One stored record, as validated by put()."""
+    """One stored record, as validated by put(). The fields are in the evidence
+    table's column order, which the engines rely on to bind them."""
 
     tenant: str
     record_id: str

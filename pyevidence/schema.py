@@ -28,10 +28,11 @@ _AFTER_CHECK = ("PRAGMA journal_mode = WAL;",)
 
 # The eligibility predicate as the Python engine runs it. The C relation
 # evidence_eligible (csrc/evidence_eligible.c) runs the same predicate; the
-# cross-engine tests prove them equal.
+# cross-engine tests prove them equal. Candidates come in record_id order on
+# both engines, so a custom scorer sees the same calls in the same order.
 ELIGIBLE_SQL = (
     "SELECT record_id, revision, kind, body, source, expires_at FROM evidence"
-    " WHERE tenant = ?1 AND revision = ?2 AND expires_at > ?3"
+    " WHERE tenant = ?1 AND revision = ?2 AND expires_at > ?3 ORDER BY record_id"
 )
 
 Query = Callable[[str], Sequence[Sequence[Any]]]

@@ -20,15 +20,22 @@ ENGINES = ("auto", "native", "python")
 
 
 def _native_engine_class() -> Any:
-    """The native engine's class; ImportError when it was not built here."""
-    return importlib.import_module(".engines.native_engine", __package__).NativeEngine
+    """The native engine's class; EngineUnavailableError saying how to get it if not built."""
+    try:
+        return importlib.import_module(".engines.native_engine", __package__).NativeEngine
+    except ImportError as exc:
+        raise EngineUnavailableError(
+            f"the native engine is not built in this installation ({exc}); reinstall with a C "
+            "compiler and the SQLite headers present (Debian/Ubuntu: apt-get install gcc "
+            "libsqlite3-dev), or use engine='python'"
+        ) from None
 
 
 def native_available() -> bool:
     """Whether the compiled native engine was built for this installation."""
     try:
         _native_engine_class()
-    except ImportError:
+    except EngineUnavailableError:
         return False
     return True
 
@@ -38,15 +45,7 @@ def _open_engine(path: str | os.PathLike[str], engine: str) -> Any:
         raise ValidationError("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}")
     if engine == "python" or (engine == "auto" and not native_available()):
         return PythonEngine(path)
-    try:
-        native_engine = _native_engine_class()
-    except ImportError as exc:
-        raise EngineUnavailableError(
-            "the native engine is not built in this installation "
-            f"({exc}); reinstall with a C compiler and the SQLite headers present "
-            "(Debian/Ubuntu: apt-get install gcc libsqlite3-dev), or use engine='python'"
-        ) from None
-    return native_engine(path)
+    return _native_engine_class()(path)
 
 
 class EvidenceStore:

@@ -31,6 +31,8 @@ def _missing_compiled_parts() -> list[str]:
         loadable_path()
     except EngineUnavailableError:
         missing.append("the loadable extension")
+    if not native_available():
+        missing.append("the native engine")
     return missing
 
 

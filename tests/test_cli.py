@@ -196,3 +196,25 @@ def test_usage_errors_exit_2() -> None:
         ).returncode
         == 2
     )
+
+
+def test_doctor_reports_engines_and_extension_loading() -> None:
+    import sqlite3
+
+    import pyevidence
+
+    done = run_cli("doctor")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["pyevidence"] == pyevidence.__version__
+    assert report["engines"]["python"] == {"available": True, "sqlite_version": sqlite3.sqlite_version}
+    native = report["engines"]["native"]
+    assert native["available"] is pyevidence.native_available()
+    assert report["engines"]["auto_chooses"] == ("native" if native["available"] else "python")
+    if native["available"]:
+        assert native["sqlite_version"].count(".") == 2
+        assert Path(report["loadable_extension"]).is_file()
+    else:
+        assert "libsqlite3-dev" in native["why_not"]
+    can_load = hasattr(sqlite3.connect(":memory:"), "enable_load_extension")
+    assert report["python_sqlite3_can_load_extensions"] is can_load

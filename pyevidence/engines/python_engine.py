@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import astuple
 from typing import Any
 
 from .. import schema
-from ..errors import SchemaError, StoreError
+from ..errors import SchemaError, from_sqlite
 from ..records import Candidate, Record
 
 _PUT_SQL = (
@@ -30,17 +32,13 @@ class PythonEngine:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         where = os.fspath(path)
-        try:
+        with _sqlite_errors(f"opening {where}"):
             # isolation_level=None: no implicit transactions; every statement
             # commits on its own unless we BEGIN explicitly.
             self._conn = sqlite3.connect(where, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open {where}: {exc}") from None
         try:
-            schema.prepare(self._query, self._script, where)
-        except sqlite3.DatabaseError as exc:
-            self._conn.close()
-            raise SchemaError(f"cannot use {where} as a pyevidence database: {exc}") from None
+            with _sqlite_errors(f"opening {where}"):
+                schema.prepare(self._query, self._script, where)
         except BaseException:
             self._conn.close()
             raise
@@ -55,38 +53,31 @@ class PythonEngine:
             self._conn.execute(statement)
 
     def put(self, record: Record) -> None:
-        try:
-            self._conn.execute(
-                _PUT_SQL,
-                (
-                    record.tenant,
-                    record.record_id,
-                    record.revision,
-                    record.kind,
-                    record.body,
-                    record.source,
-                    record.expires_at,
-                ),
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(f"put failed: {exc}") from None
+        with _sqlite_errors("put"):
+            self._conn.execute(_PUT_SQL, astuple(record))
 
     def forget(self, tenant: str, record_id: str) -> bool:
-        try:
+        with _sqlite_errors("forget"):
             cursor = self._conn.execute(_FORGET_SQL, (tenant, record_id))
-        except sqlite3.Error as exc:
-            raise StoreError(f"forget failed: {exc}") from None
         return cursor.rowcount > 0
 
     def candidates(self, tenant: str, revision: str, now: int) -> list[Candidate]:
-        try:
+        with _sqlite_errors("retrieve"):
             rows = self._conn.execute(schema.ELIGIBLE_SQL, (tenant, revision, now)).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"retrieve failed: {exc}") from None
         return [Candidate(*row) for row in rows]
 
     def close(self) -> None:
         self._conn.close()
+
+
+@contextmanager
+def _sqlite_errors(doing: str) -> Iterator[None]:
+    """Turns sqlite3's exceptions into pyevidence's, the same mapping as the native engine."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        code = getattr(exc, "sqlite_errorcode", 1)
+        raise from_sqlite(code, f"{doing} failed: {exc}") from None
 
 
 def _statements(sql: str) -> list[str]:

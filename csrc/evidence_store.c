@@ -1,0 +1,442 @@
+/*
+** evidence_store.c: the native engine's store API (see evidence_store.h).
+**
+** A thin layer over one SQLite connection: open it, register the extension's
+** functions on it directly (this file is built with -DSQLITE_CORE into the
+** Python module, no load_extension needed), and run put, forget and retrieve
+** as prepared statements that are kept for the connection's lifetime.
+** Retrieve ranks inside SQLite, over evidence_eligible only.
+*/
+#include "evidence_store.h"
+
+#include <string.h>
+
+#include "evidence_sqlite.h"
+
+/* The statements, prepared once on first use. */
+enum { STMT_PUT, STMT_FORGET, STMT_COUNT, STMT_RANK, STMT_CANDIDATES, STMT_BEGIN, STMT_COMMIT, N_STMT };
+
+static const char *const azStmtSql[N_STMT] = {
+    /* STMT_PUT: insert or replace, one atomic statement */
+    "INSERT INTO evidence (tenant, record_id, revision, kind, body, source, expires_at)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+    " ON CONFLICT (tenant, record_id) DO UPDATE SET"
+    " revision = excluded.revision, kind = excluded.kind, body = excluded.body,"
+    " source = excluded.source, expires_at = excluded.expires_at",
+    /* STMT_FORGET */
+    "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2",
+    /* STMT_COUNT */
+    "SELECT count(*) FROM evidence_eligible(?1, ?2, ?3)",
+    /* STMT_RANK: the ranking order of pyevidence/scoring.py:rank, in SQL */
+    "SELECT record_id, revision, kind, body, source, expires_at, score FROM ("
+    " SELECT record_id, revision, kind, body, source, expires_at, token_overlap(?4, body) AS score"
+    " FROM evidence_eligible(?1, ?2, ?3))"
+    " WHERE score > 0 ORDER BY score DESC, record_id LIMIT ?5",
+    /* STMT_CANDIDATES */
+    "SELECT record_id, revision, kind, body, source, expires_at, 0"
+    " FROM evidence_eligible(?1, ?2, ?3) ORDER BY record_id",
+    /* STMT_BEGIN, STMT_COMMIT: one read snapshot for count and rank */
+    "BEGIN",
+    "COMMIT",
+};
+
+struct EvidenceStore {
+  sqlite3 *db;
+  sqlite3_stmt *aStmt[N_STMT];
+  char *zErr; /* the last error message, or 0 */
+};
+
+/* Records an error message; returns rc so callers can `return storeError(...)`. */
+static int storeError(EvidenceStore *p, int rc, const char *zMsg) {
+  sqlite3_free(p->zErr);
+  p->zErr = sqlite3_mprintf("%s", zMsg);
+  return rc;
+}
+
+static int storeDbError(EvidenceStore *p, int rc) {
+  return storeError(p, rc, p->db ? sqlite3_errmsg(p->db) : sqlite3_errstr(rc));
+}
+
+int evidence_store_open(const char *path, EvidenceStore **out) {
+  EvidenceStore *p = sqlite3_malloc(sizeof(*p));
+  int rc;
+  *out = p;
+  if (p == 0) return SQLITE_NOMEM;
+  memset(p, 0, sizeof(*p));
+  rc = sqlite3_open_v2(path, &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, 0);
+  if (rc == SQLITE_OK) rc = sqlite3_extended_result_codes(p->db, 1);
+  if (rc == SQLITE_OK) rc = evidenceRegister(p->db);
+  return rc == SQLITE_OK ? SQLITE_OK : storeDbError(p, rc);
+}
+
+void evidence_store_close(EvidenceStore *p) {
+  int i;
+  if (p == 0) return;
+  for (i = 0; i < N_STMT; i++) sqlite3_finalize(p->aStmt[i]);
+  sqlite3_close(p->db);
+  sqlite3_free(p->zErr);
+  sqlite3_free(p);
+}
+
+const char *evidence_store_errmsg(EvidenceStore *p) {
+  if (p == 0) return "out of memory";
+  return p->zErr ? p->zErr : "not an error";
+}
+
+/* The prepared statement for id, reset and with no bindings left over. */
+static int storeStmt(EvidenceStore *p, int id, sqlite3_stmt **ppStmt) {
+  if (p->aStmt[id] == 0) {
+    int rc = sqlite3_prepare_v3(p->db, azStmtSql[id], -1, SQLITE_PREPARE_PERSISTENT, &p->aStmt[id], 0);
+    if (rc != SQLITE_OK) return storeDbError(p, rc);
+  }
+  *ppStmt = p->aStmt[id];
+  return SQLITE_OK;
+}
+
+static void storeStmtDone(sqlite3_stmt *pStmt) {
+  sqlite3_reset(pStmt);
+  sqlite3_clear_bindings(pStmt);
+}
+
+static int bindText(sqlite3_stmt *pStmt, int i, const char *z, size_t n) {
+  return sqlite3_bind_text64(pStmt, i, z, (sqlite3_uint64)n, SQLITE_STATIC, SQLITE_UTF8);
+}
+
+/* Steps a statement that returns no rows, then resets it. */
+static int storeRun(EvidenceStore *p, sqlite3_stmt *pStmt) {
+  int rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  if (rc != SQLITE_OK) storeDbError(p, rc);
+  storeStmtDone(pStmt);
+  return rc;
+}
+
+int evidence_store_exec(EvidenceStore *p, const char *sql, size_t sql_len) {
+  char *zSql = sqlite3_malloc64(sql_len + 1);
+  char *zErr = 0;
+  int rc;
+  if (zSql == 0) return storeError(p, SQLITE_NOMEM, "out of memory");
+  memcpy(zSql, sql, sql_len);
+  zSql[sql_len] = 0;
+  rc = sqlite3_exec(p->db, zSql, 0, 0, &zErr);
+  sqlite3_free(zSql);
+  if (rc != SQLITE_OK) storeError(p, rc, zErr ? zErr : sqlite3_errstr(rc));
+  sqlite3_free(zErr);
+  return rc;
+}
+
+/* ---- Generic queries */
+
+static int bindValue(sqlite3_stmt *pStmt, int i, const EvidenceValue *v) {
+  switch (v->type) {
+    case SQLITE_INTEGER: return sqlite3_bind_int64(pStmt, i, v->i);
+    case SQLITE_FLOAT: return sqlite3_bind_double(pStmt, i, v->d);
+    case SQLITE_TEXT: return bindText(pStmt, i, v->z, v->n);
+    case SQLITE_BLOB: return sqlite3_bind_blob64(pStmt, i, v->z, (sqlite3_uint64)v->n, SQLITE_STATIC);
+    case SQLITE_NULL: return sqlite3_bind_null(pStmt, i);
+    default: return SQLITE_MISUSE;
+  }
+}
+
+void evidence_table_free(EvidenceTable *t) {
+  size_t i;
+  if (t == 0) return;
+  for (i = 0; i < t->n_rows * (size_t)t->n_cols; i++) sqlite3_free((void *)t->cells[i].z);
+  sqlite3_free(t->cells);
+  sqlite3_free(t);
+}
+
+/* Copies the current row of pStmt onto the end of t. */
+static int tableAppendRow(EvidenceTable *t, sqlite3_stmt *pStmt, size_t *pnAlloc) {
+  int j;
+  if (t->n_rows * (size_t)t->n_cols + (size_t)t->n_cols > *pnAlloc) {
+    size_t nNew = *pnAlloc ? *pnAlloc * 2 : (size_t)t->n_cols * 16;
+    EvidenceValue *aNew = sqlite3_realloc64(t->cells, nNew * sizeof(EvidenceValue));
+    if (aNew == 0) return SQLITE_NOMEM;
+    t->cells = aNew;
+    *pnAlloc = nNew;
+  }
+  for (j = 0; j < t->n_cols; j++) {
+    EvidenceValue *v = &t->cells[t->n_rows * (size_t)t->n_cols + (size_t)j];
+    memset(v, 0, sizeof(*v));
+    v->type = sqlite3_column_type(pStmt, j);
+    if (v->type == SQLITE_INTEGER) v->i = sqlite3_column_int64(pStmt, j);
+    if (v->type == SQLITE_FLOAT) v->d = sqlite3_column_double(pStmt, j);
+    if (v->type == SQLITE_TEXT || v->type == SQLITE_BLOB) {
+      const void *z = v->type == SQLITE_TEXT ? (const void *)sqlite3_column_text(pStmt, j)
+                                             : sqlite3_column_blob(pStmt, j);
+      char *zCopy;
+      v->n = (size_t)sqlite3_column_bytes(pStmt, j);
+      zCopy = sqlite3_malloc64(v->n + 1);
+      if (zCopy == 0) {
+        v->type = SQLITE_NULL; /* keeps the table freeable */
+        t->n_rows++;
+        return SQLITE_NOMEM;
+      }
+      if (v->n) memcpy(zCopy, z, v->n);
+      zCopy[v->n] = 0;
+      v->z = zCopy;
+    }
+  }
+  t->n_rows++;
+  return SQLITE_OK;
+}
+
+int evidence_store_query(EvidenceStore *p, const char *sql, size_t sql_len, const EvidenceValue *params,
+                         int n_params, EvidenceTable **out) {
+  sqlite3_stmt *pStmt = 0;
+  const char *zTail = 0;
+  EvidenceTable *t;
+  size_t nAlloc = 0;
+  int rc, i;
+  *out = 0;
+  if (sql_len > 0x7fffffff) return storeError(p, SQLITE_TOOBIG, "SQL text too long");
+  rc = sqlite3_prepare_v2(p->db, sql, (int)sql_len, &pStmt, &zTail);
+  if (rc != SQLITE_OK) return storeDbError(p, rc);
+  if (pStmt == 0) return storeError(p, SQLITE_MISUSE, "no SQL statement given");
+  if (strspn(zTail, " \t\r\n;") != (size_t)(sql + sql_len - zTail)) {
+    sqlite3_finalize(pStmt);
+    return storeError(p, SQLITE_MISUSE, "only one SQL statement is allowed");
+  }
+  if (n_params != sqlite3_bind_parameter_count(pStmt)) {
+    char *zMsg = sqlite3_mprintf("the statement has %d parameter(s), %d value(s) given",
+                                 sqlite3_bind_parameter_count(pStmt), n_params);
+    storeError(p, SQLITE_RANGE, zMsg ? zMsg : "wrong number of parameters");
+    sqlite3_free(zMsg);
+    sqlite3_finalize(pStmt);
+    return SQLITE_RANGE;
+  }
+  for (i = 0; i < n_params; i++) {
+    rc = bindValue(pStmt, i + 1, &params[i]);
+    if (rc != SQLITE_OK) {
+      storeDbError(p, rc);
+      sqlite3_finalize(pStmt);
+      return rc;
+    }
+  }
+  t = sqlite3_malloc(sizeof(*t));
+  if (t == 0) {
+    sqlite3_finalize(pStmt);
+    return storeError(p, SQLITE_NOMEM, "out of memory");
+  }
+  memset(t, 0, sizeof(*t));
+  t->n_cols = sqlite3_column_count(pStmt);
+  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+    rc = tableAppendRow(t, pStmt, &nAlloc);
+    if (rc != SQLITE_OK) break;
+  }
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  if (rc != SQLITE_OK) {
+    if (rc == SQLITE_NOMEM) {
+      storeError(p, rc, "out of memory");
+    } else {
+      storeDbError(p, rc);
+    }
+    evidence_table_free(t);
+    t = 0;
+  }
+  sqlite3_finalize(pStmt);
+  *out = t;
+  return rc;
+}
+
+/* ---- put and forget */
+
+int evidence_store_put(EvidenceStore *p, const char *tenant, size_t tenant_len, const char *record_id,
+                       size_t record_id_len, const char *revision, size_t revision_len, const char *kind,
+                       size_t kind_len, const char *body, size_t body_len, const char *source,
+                       size_t source_len, int64_t expires_at) {
+  sqlite3_stmt *pStmt;
+  int rc = storeStmt(p, STMT_PUT, &pStmt);
+  if (rc != SQLITE_OK) return rc;
+  if ((rc = bindText(pStmt, 1, tenant, tenant_len)) == SQLITE_OK &&
+      (rc = bindText(pStmt, 2, record_id, record_id_len)) == SQLITE_OK &&
+      (rc = bindText(pStmt, 3, revision, revision_len)) == SQLITE_OK &&
+      (rc = bindText(pStmt, 4, kind, kind_len)) == SQLITE_OK &&
+      (rc = bindText(pStmt, 5, body, body_len)) == SQLITE_OK &&
+      (rc = bindText(pStmt, 6, source, source_len)) == SQLITE_OK &&
+      (rc = sqlite3_bind_int64(pStmt, 7, expires_at)) == SQLITE_OK) {
+    return storeRun(p, pStmt);
+  }
+  storeDbError(p, rc);
+  storeStmtDone(pStmt);
+  return rc;
+}
+
+int evidence_store_forget(EvidenceStore *p, const char *tenant, size_t tenant_len, const char *record_id,
+                          size_t record_id_len, int *deleted) {
+  sqlite3_stmt *pStmt;
+  int rc = storeStmt(p, STMT_FORGET, &pStmt);
+  *deleted = 0;
+  if (rc != SQLITE_OK) return rc;
+  if ((rc = bindText(pStmt, 1, tenant, tenant_len)) != SQLITE_OK ||
+      (rc = bindText(pStmt, 2, record_id, record_id_len)) != SQLITE_OK) {
+    storeDbError(p, rc);
+    storeStmtDone(pStmt);
+    return rc;
+  }
+  rc = storeRun(p, pStmt);
+  if (rc == SQLITE_OK) *deleted = sqlite3_changes(p->db) > 0;
+  return rc;
+}
+
+/* ---- retrieve and candidates */
+
+void evidence_rows_free(EvidenceRows *r) {
+  size_t i;
+  if (r == 0) return;
+  /* Each row's strings live in one block that starts at its record_id. */
+  for (i = 0; i < r->n_rows; i++) sqlite3_free((void *)r->rows[i].record_id);
+  sqlite3_free(r->rows);
+  sqlite3_free(r);
+}
+
+/* Copies the current row (record_id, revision, kind, body, source, expires_at, score). */
+static int rowsAppend(EvidenceRows *r, sqlite3_stmt *pStmt, size_t *pnAlloc) {
+  const char **apz[5];
+  size_t *apn[5], nTotal = 0;
+  char *zBlock;
+  EvidenceRow *pRow;
+  int j;
+  if (r->n_rows == *pnAlloc) {
+    size_t nNew = *pnAlloc ? *pnAlloc * 2 : 8;
+    EvidenceRow *aNew = sqlite3_realloc64(r->rows, nNew * sizeof(EvidenceRow));
+    if (aNew == 0) return SQLITE_NOMEM;
+    r->rows = aNew;
+    *pnAlloc = nNew;
+  }
+  pRow = &r->rows[r->n_rows];
+  memset(pRow, 0, sizeof(*pRow));
+  apz[0] = &pRow->record_id, apn[0] = &pRow->record_id_len;
+  apz[1] = &pRow->revision, apn[1] = &pRow->revision_len;
+  apz[2] = &pRow->kind, apn[2] = &pRow->kind_len;
+  apz[3] = &pRow->body, apn[3] = &pRow->body_len;
+  apz[4] = &pRow->source, apn[4] = &pRow->source_len;
+  for (j = 0; j < 5; j++) {
+    /* text first, then bytes: the documented order for a correct length */
+    if (sqlite3_column_text(pStmt, j) == 0 && sqlite3_errcode(sqlite3_db_handle(pStmt)) == SQLITE_NOMEM) {
+      return SQLITE_NOMEM;
+    }
+    *apn[j] = (size_t)sqlite3_column_bytes(pStmt, j);
+    nTotal += *apn[j] + 1;
+  }
+  zBlock = sqlite3_malloc64(nTotal);
+  if (zBlock == 0) return SQLITE_NOMEM;
+  for (j = 0; j < 5; j++) {
+    const unsigned char *z = sqlite3_column_text(pStmt, j);
+    if (*apn[j]) memcpy(zBlock, z, *apn[j]);
+    zBlock[*apn[j]] = 0;
+    *apz[j] = zBlock;
+    zBlock += *apn[j] + 1;
+  }
+  pRow->expires_at = sqlite3_column_int64(pStmt, 5);
+  pRow->score = sqlite3_column_int64(pStmt, 6);
+  r->n_rows++;
+  return SQLITE_OK;
+}
+
+/* Steps pStmt to the end, collecting its rows into *out. */
+static int collectRows(EvidenceStore *p, sqlite3_stmt *pStmt, EvidenceRows **out) {
+  EvidenceRows *r = sqlite3_malloc(sizeof(*r));
+  size_t nAlloc = 0;
+  int rc;
+  if (r == 0) return storeError(p, SQLITE_NOMEM, "out of memory");
+  memset(r, 0, sizeof(*r));
+  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+    rc = rowsAppend(r, pStmt, &nAlloc);
+    if (rc != SQLITE_OK) break;
+  }
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  if (rc == SQLITE_NOMEM) {
+    storeError(p, rc, "out of memory");
+  } else if (rc != SQLITE_OK) {
+    storeDbError(p, rc);
+  }
+  storeStmtDone(pStmt);
+  if (rc != SQLITE_OK) {
+    evidence_rows_free(r);
+    r = 0;
+  }
+  *out = r;
+  return rc;
+}
+
+static int bindScope(EvidenceStore *p, sqlite3_stmt *pStmt, const char *tenant, size_t tenant_len,
+                     const char *revision, size_t revision_len, int64_t now) {
+  int rc;
+  if ((rc = bindText(pStmt, 1, tenant, tenant_len)) != SQLITE_OK ||
+      (rc = bindText(pStmt, 2, revision, revision_len)) != SQLITE_OK ||
+      (rc = sqlite3_bind_int64(pStmt, 3, now)) != SQLITE_OK) {
+    storeDbError(p, rc);
+    storeStmtDone(pStmt);
+  }
+  return rc;
+}
+
+static int countEligible(EvidenceStore *p, const char *tenant, size_t tenant_len, const char *revision,
+                         size_t revision_len, int64_t now, int64_t *pCount) {
+  sqlite3_stmt *pStmt;
+  int rc = storeStmt(p, STMT_COUNT, &pStmt);
+  if (rc == SQLITE_OK) rc = bindScope(p, pStmt, tenant, tenant_len, revision, revision_len, now);
+  if (rc != SQLITE_OK) return rc;
+  rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
+    *pCount = sqlite3_column_int64(pStmt, 0);
+    rc = SQLITE_OK;
+  } else {
+    storeDbError(p, rc);
+  }
+  storeStmtDone(pStmt);
+  return rc;
+}
+
+/* Runs BEGIN or COMMIT. */
+static int storeTxn(EvidenceStore *p, int id) {
+  sqlite3_stmt *pStmt;
+  int rc = storeStmt(p, id, &pStmt);
+  return rc == SQLITE_OK ? storeRun(p, pStmt) : rc;
+}
+
+int evidence_store_retrieve(EvidenceStore *p, const char *tenant, size_t tenant_len, const char *revision,
+                            size_t revision_len, int64_t now, const char *query, size_t query_len, int limit,
+                            EvidenceRows **out) {
+  sqlite3_stmt *pStmt;
+  int64_t nEligible = 0;
+  int rc;
+  *out = 0;
+  rc = storeTxn(p, STMT_BEGIN);
+  if (rc != SQLITE_OK) return rc;
+  rc = countEligible(p, tenant, tenant_len, revision, revision_len, now, &nEligible);
+  if (rc == SQLITE_OK) rc = storeStmt(p, STMT_RANK, &pStmt);
+  if (rc == SQLITE_OK) rc = bindScope(p, pStmt, tenant, tenant_len, revision, revision_len, now);
+  if (rc == SQLITE_OK) {
+    if ((rc = bindText(pStmt, 4, query, query_len)) != SQLITE_OK ||
+        (rc = sqlite3_bind_int(pStmt, 5, limit)) != SQLITE_OK) {
+      storeDbError(p, rc);
+      storeStmtDone(pStmt);
+    }
+  }
+  if (rc == SQLITE_OK) rc = collectRows(p, pStmt, out);
+  if (rc == SQLITE_OK) {
+    (*out)->eligible_count = nEligible;
+    rc = storeTxn(p, STMT_COMMIT);
+  }
+  if (rc != SQLITE_OK) {
+    /* A read transaction holds nothing worth keeping: end it, keep the first error. */
+    if (!sqlite3_get_autocommit(p->db)) sqlite3_exec(p->db, "ROLLBACK", 0, 0, 0);
+    evidence_rows_free(*out);
+    *out = 0;
+  }
+  return rc;
+}
+
+int evidence_store_candidates(EvidenceStore *p, const char *tenant, size_t tenant_len, const char *revision,
+                              size_t revision_len, int64_t now, EvidenceRows **out) {
+  sqlite3_stmt *pStmt;
+  int rc = storeStmt(p, STMT_CANDIDATES, &pStmt);
+  *out = 0;
+  if (rc == SQLITE_OK) rc = bindScope(p, pStmt, tenant, tenant_len, revision, revision_len, now);
+  if (rc == SQLITE_OK) rc = collectRows(p, pStmt, out);
+  if (rc == SQLITE_OK) (*out)->eligible_count = (int64_t)(*out)->n_rows;
+  return rc;
+}

@@ -1,0 +1,106 @@
+/*
+** evidence_store.h: the C API of the native engine, for the Python bindings.
+**
+** The declarations between the CDEF markers are read verbatim by
+** pyevidence/_build_native.py (cffi's cdef), so they are plain C with no
+** preprocessor lines: this header is the only copy.
+**
+** Ownership, in one rule: whatever a function hands out through a pointer to a
+** pointer, the caller frees with the matching *_free or *_close function, and
+** nothing else. Strings going in are (pointer, length) pairs: they may hold
+** NUL characters, and C never keeps them after the call returns.
+**
+** Every function returns an SQLite result code (SQLITE_OK is 0). After an
+** error, evidence_store_errmsg() says what went wrong, until the next call.
+** One EvidenceStore must not be used by two threads at once; the Python side
+** holds a lock per store.
+*/
+#ifndef EVIDENCE_STORE_H
+#define EVIDENCE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* BEGIN CDEF */
+typedef struct EvidenceStore EvidenceStore;
+
+/* A value going into or coming out of SQL: type is one of the SQLite
+** fundamental types (1 integer, 2 float, 3 text, 4 blob, 5 null). */
+typedef struct EvidenceValue {
+  int type;
+  int64_t i;
+  double d;
+  const char *z; /* text (UTF-8) or blob bytes, n of them */
+  size_t n;
+} EvidenceValue;
+
+/* The rows of a query: n_rows * n_cols values, row by row. */
+typedef struct EvidenceTable {
+  int n_cols;
+  size_t n_rows;
+  EvidenceValue *cells;
+} EvidenceTable;
+
+/* One eligible record, as retrieve and candidates return it. */
+typedef struct EvidenceRow {
+  const char *record_id;
+  size_t record_id_len;
+  const char *revision;
+  size_t revision_len;
+  const char *kind;
+  size_t kind_len;
+  const char *body;
+  size_t body_len;
+  const char *source;
+  size_t source_len;
+  int64_t expires_at;
+  int64_t score;
+} EvidenceRow;
+
+typedef struct EvidenceRows {
+  EvidenceRow *rows;
+  size_t n_rows;
+  int64_t eligible_count; /* records in scope before scoring */
+} EvidenceRows;
+
+/* Opens (creating if absent) the database at the UTF-8 path and registers
+** token_overlap() and evidence_eligible on it. *out is set even on failure,
+** so the error message can be read; close it in every case. */
+int evidence_store_open(const char *path, EvidenceStore **out);
+void evidence_store_close(EvidenceStore *store);
+const char *evidence_store_errmsg(EvidenceStore *store);
+
+/* Runs SQL text of one or more statements, discarding any rows. */
+int evidence_store_exec(EvidenceStore *store, const char *sql, size_t sql_len);
+
+/* Runs one statement with n_params bound values and returns its rows in *out. */
+int evidence_store_query(EvidenceStore *store, const char *sql, size_t sql_len, const EvidenceValue *params,
+                         int n_params, EvidenceTable **out);
+void evidence_table_free(EvidenceTable *table);
+
+/* Inserts or replaces the record (tenant, record_id). Arguments are assumed
+** valid (the Python side validates); the schema's CHECKs still guard. */
+int evidence_store_put(EvidenceStore *store, const char *tenant, size_t tenant_len, const char *record_id,
+                       size_t record_id_len, const char *revision, size_t revision_len, const char *kind,
+                       size_t kind_len, const char *body, size_t body_len, const char *source,
+                       size_t source_len, int64_t expires_at);
+
+/* Deletes one record of one tenant; *deleted is 1 when a row was deleted. */
+int evidence_store_forget(EvidenceStore *store, const char *tenant, size_t tenant_len, const char *record_id,
+                          size_t record_id_len, int *deleted);
+
+/* The ranked hits for query among the eligible records, at most limit, and the
+** eligible count, read in one transaction. Ranking runs in SQL: token_overlap
+** over evidence_eligible, score descending, record_id ascending. */
+int evidence_store_retrieve(EvidenceStore *store, const char *tenant, size_t tenant_len, const char *revision,
+                            size_t revision_len, int64_t now, const char *query, size_t query_len, int limit,
+                            EvidenceRows **out);
+
+/* Every eligible record (score 0), ordered by record_id, for scorers that run
+** outside SQLite. */
+int evidence_store_candidates(EvidenceStore *store, const char *tenant, size_t tenant_len,
+                              const char *revision, size_t revision_len, int64_t now, EvidenceRows **out);
+void evidence_rows_free(EvidenceRows *rows);
+/* END CDEF */
+
+#endif /* EVIDENCE_STORE_H */

@@ -1,0 +1,48 @@
+"""cffi build script for pyevidence._native (API mode, out-of-line).
+
+setup.py names it in cffi_modules; it compiles the same csrc/ sources as the
+loadable extension, with -DSQLITE_CORE so they call the linked libsqlite3
+directly, plus the store API (csrc/evidence_store.c). The C declarations are
+read from csrc/evidence_store.h, between its CDEF markers, so they exist once.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from cffi import FFI
+
+# Paths relative to the project root, where setup.py runs the build.
+SOURCES = [
+    "csrc/evidence_store.c",
+    "csrc/evidence_ext.c",
+    "csrc/evidence_overlap.c",
+    "csrc/evidence_eligible.c",
+    "csrc/evidence_tokens.c",
+]
+HEADER = Path(__file__).resolve().parent.parent / "csrc" / "evidence_store.h"
+
+
+def cdef_from_header(header: Path) -> str:
+    match = re.search(r"/\* BEGIN CDEF \*/(.*)/\* END CDEF \*/", header.read_text(), re.S)
+    if match is None:
+        raise RuntimeError(f"{header} has no BEGIN CDEF / END CDEF markers")
+    return match.group(1)
+
+
+ffibuilder = FFI()
+ffibuilder.cdef(cdef_from_header(HEADER))
+ffibuilder.set_source(
+    "pyevidence._native",
+    '#include "evidence_store.h"',
+    sources=SOURCES,
+    include_dirs=["csrc"],
+    define_macros=[("SQLITE_CORE", "1")],
+    libraries=["sqlite3"],
+    # Without a compiler or the SQLite headers, install the Python engine only.
+    optional=True,
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

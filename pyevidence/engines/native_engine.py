@@ -1,0 +1,169 @@
+"""The native engine: thin cffi bindings over csrc/evidence_store.c.
+
+The whole request runs in C on a connection this module opens through the
+SQLite C API, with token_overlap() and evidence_eligible registered on it
+directly (no extension loading, so it works on Pythons whose sqlite3 cannot
+load extensions). Python validates arguments (pyevidence.validation, shared
+with the Python engine) and converts results.
+
+The GIL is released during every C call (cffi's API mode does so), so other
+threads run while SQLite works; EvidenceStore's lock keeps one call at a time
+on a connection. Memory: C allocates every result; this module copies it into
+Python objects and frees it in a ``finally`` before returning.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import astuple
+from typing import Any
+
+from .. import schema
+from .._native import ffi, lib
+from ..errors import StoreError, from_sqlite
+from ..records import Candidate, Hit, Record
+from ..scoring import hit_from
+
+SQLITE_OK = 0
+_INTEGER, _FLOAT, _TEXT, _BLOB, _NULL = 1, 2, 3, 4, 5
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8")
+
+
+class NativeEngine:
+    name = "native"
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._where = os.fspath(path)
+        handle = ffi.new("EvidenceStore **")
+        rc = lib.evidence_store_open(os.fsencode(self._where), handle)
+        self._store = handle[0]
+        # While opening, every failure is reported as a failure to open this file.
+        self._opening: str | None = f"opening {self._where}"
+        try:
+            self._check(rc, "open")
+            schema.prepare(self.query, self._script, self._where)
+        except BaseException:
+            self.close()
+            raise
+        self._opening = None
+
+    def _message(self) -> str:
+        return str(ffi.string(lib.evidence_store_errmsg(self._store)).decode("utf-8", "replace"))
+
+    def _check(self, rc: int, doing: str) -> None:
+        if rc != SQLITE_OK:
+            raise from_sqlite(rc, f"{self._opening or doing} failed: {self._message()}")
+
+    def _script(self, sql: str) -> None:
+        data = _utf8(sql)
+        self._check(lib.evidence_store_exec(self._store, data, len(data)), "SQL")
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Runs one SQL statement with bound parameters and returns its rows."""
+        data = _utf8(sql)
+        values = ffi.new("EvidenceValue[]", max(len(params), 1))
+        keep = []  # the bytes objects must outlive the call
+        for i, param in enumerate(params):
+            keep.append(_bind(values[i], param))
+        out = ffi.new("EvidenceTable **")
+        self._check(lib.evidence_store_query(self._store, data, len(data), values, len(params), out), "query")
+        table = out[0]
+        try:
+            n_cols = table.n_cols
+            cells = [_value(table.cells[i]) for i in range(table.n_rows * n_cols)]
+        finally:
+            lib.evidence_table_free(table)
+        return [tuple(cells[r * n_cols : (r + 1) * n_cols]) for r in range(len(cells) // max(n_cols, 1))]
+
+    def put(self, record: Record) -> None:
+        *texts, expires_at = astuple(record)
+        args = [item for data in map(_utf8, texts) for item in (data, len(data))]
+        self._check(lib.evidence_store_put(self._store, *args, expires_at), "put")
+
+    def forget(self, tenant: str, record_id: str) -> bool:
+        t, r = _utf8(tenant), _utf8(record_id)
+        deleted = ffi.new("int *")
+        self._check(lib.evidence_store_forget(self._store, t, len(t), r, len(r), deleted), "forget")
+        return bool(deleted[0])
+
+    def rank_by_tokens(
+        self, tenant: str, revision: str, now: int, query: str, limit: int
+    ) -> tuple[tuple[Hit, ...], int]:
+        t, v, q = _utf8(tenant), _utf8(revision), _utf8(query)
+        out = ffi.new("EvidenceRows **")
+        rc = lib.evidence_store_retrieve(self._store, t, len(t), v, len(v), now, q, len(q), limit, out)
+        self._check(rc, "retrieve")
+        try:
+            rows = [out[0].rows[i] for i in range(out[0].n_rows)]
+            hits = tuple(hit_from(_candidate(row), int(row.score)) for row in rows)
+            return hits, int(out[0].eligible_count)
+        finally:
+            lib.evidence_rows_free(out[0])
+
+    def candidates(self, tenant: str, revision: str, now: int) -> list[Candidate]:
+        t, v = _utf8(tenant), _utf8(revision)
+        out = ffi.new("EvidenceRows **")
+        self._check(lib.evidence_store_candidates(self._store, t, len(t), v, len(v), now, out), "retrieve")
+        try:
+            return [_candidate(out[0].rows[i]) for i in range(out[0].n_rows)]
+        finally:
+            lib.evidence_rows_free(out[0])
+
+    def close(self) -> None:
+        if self._store != ffi.NULL:
+            lib.evidence_store_close(self._store)
+            self._store = ffi.NULL
+
+
+def _candidate(row: Any) -> Candidate:
+    """Copies one EvidenceRow out of C memory."""
+    return Candidate(
+        record_id=_text(row.record_id, row.record_id_len),
+        revision=_text(row.revision, row.revision_len),
+        kind=_text(row.kind, row.kind_len),
+        body=_text(row.body, row.body_len),
+        source=_text(row.source, row.source_len),
+        expires_at=int(row.expires_at),
+    )
+
+
+def _text(pointer: Any, length: int) -> str:
+    try:
+        return str(ffi.unpack(pointer, length).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        # Only raw SQL can store invalid UTF-8; the stdlib engine refuses it the same way.
+        raise StoreError(f"retrieve failed: a stored text is not valid UTF-8 ({exc})") from None
+
+
+def _bind(slot: Any, value: Any) -> Any:
+    """Fills an EvidenceValue from a Python value; returns what must stay alive."""
+    if value is None:
+        slot.type = _NULL
+    elif isinstance(value, bool) or not isinstance(value, (int, float, str, bytes)):
+        raise StoreError(f"cannot bind a {type(value).__name__}; use None, int, float, str or bytes")
+    elif isinstance(value, int):
+        slot.type, slot.i = _INTEGER, value
+    elif isinstance(value, float):
+        slot.type, slot.d = _FLOAT, value
+    else:
+        data = _utf8(value) if isinstance(value, str) else value
+        buffer = ffi.from_buffer(data)
+        slot.type, slot.z, slot.n = (_TEXT if isinstance(value, str) else _BLOB), buffer, len(data)
+        return buffer
+    return None
+
+
+def _value(cell: Any) -> Any:
+    if cell.type == _INTEGER:
+        return int(cell.i)
+    if cell.type == _FLOAT:
+        return float(cell.d)
+    if cell.type == _TEXT:
+        return _text(cell.z, cell.n)
+    if cell.type == _BLOB:
+        return bytes(ffi.unpack(cell.z, cell.n))
+    return None
