@@ -7,7 +7,9 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 CC     ?= cc
 
-EXT_SOURCES  := csrc/evidence_ext.c csrc/evidence_overlap.c csrc/evidence_eligible.c csrc/evidence_tokens.c
+EXT_SOURCES  := csrc/evidence_ext.c csrc/evidence_overlap.c csrc/evidence_eligible.c csrc/evidence_tokens.c \
+                csrc/evidence_tokenset.c
+STORE_SOURCES := $(EXT_SOURCES) csrc/evidence_store.c
 C_HEADERS    := $(wildcard csrc/*.h)
 C_TESTS      := csrc/test/token_overlap.test.sql csrc/test/evidence_eligible.test.sql
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard csrc/*.c) $(C_HEADERS) $(wildcard pyevidence/_build_*.py)
@@ -31,7 +33,7 @@ VALGRIND    := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-lea
 REQUIRE_NATIVE ?= 1
 export HYPOTHESIS_PROFILE ?= dev
 
-.PHONY: demo test test-py test-c test-asan test-valgrind test-leaks ext lint format clean
+.PHONY: demo test test-py test-c test-asan test-valgrind test-leaks ext bench bench-overlap lint format clean
 
 ## demo: install the package into .venv and run the demonstration
 demo: $(VENV)/.installed
@@ -47,27 +49,68 @@ test-py: $(VENV)/.installed-dev
 test-leaks: $(VENV)/.installed-dev
 	$(PY) tests/valgrind_leaks.py
 
+## bench: the Python engine, the native engine and the floor side by side (see README "Performance");
+## BENCH_ARGS=--full adds 1,000,000 eligible rows
+bench: bench-overlap $(VENV)/.installed-bench
+	$(VENV)/bin/pyevidence bench --out bench-results $(BENCH_ARGS)
+
+## bench-overlap: token_overlap's wide scan against its byte-by-byte reference, in C
+bench-overlap: build/bench_overlap
+	build/bench_overlap
+
+build/bench_overlap: $(EXT_SOURCES) $(C_HEADERS) csrc/test/bench_overlap.c | build
+	$(CC) $(C_STD) $(WARN) -O2 -g -DSQLITE_CORE -o $@ csrc/evidence_tokens.c csrc/evidence_tokenset.c \
+		csrc/test/bench_overlap.c -lsqlite3
+
+$(VENV)/.installed-bench: $(VENV)/bin/python $(BUILD_INPUTS)
+	$(PIP) install -e '.[bench]'
+	touch $@
+
 ## ext: the loadable extension, for `.load build/evidence` in the sqlite3 shell
 ext: build/evidence.$(EXT_SUFFIX)
 
 build/evidence.$(EXT_SUFFIX): $(EXT_SOURCES) $(C_HEADERS) | build
 	$(CC) $(C_STD) $(WARN) $(CFLAGS) -fPIC -shared -o $@ $(EXT_SOURCES)
 
-## test-c: the SQL test files, on the extension compiled into a test runner
-test-c: build/run_sql_tests
+## test-c: the SQL test files and the store API test, on the extension compiled into test programs
+test-c: build/run_sql_tests build/test_store build/test_tokens build/test_tokens_portable
 	build/run_sql_tests --init pyevidence/schema.sql $(C_TESTS)
+	build/test_store pyevidence/schema.sql
+	build/test_tokens 200000
+	build/test_tokens_portable 200000
 
-test-asan: build/run_sql_tests_asan
+test-asan: build/run_sql_tests_asan build/test_store_asan build/test_tokens_asan
 	ASAN_OPTIONS=detect_leaks=1 build/run_sql_tests_asan --init pyevidence/schema.sql $(C_TESTS)
+	ASAN_OPTIONS=detect_leaks=1 build/test_store_asan pyevidence/schema.sql
+	ASAN_OPTIONS=detect_leaks=1 build/test_tokens_asan 50000
 
-test-valgrind: build/run_sql_tests
+test-valgrind: build/run_sql_tests build/test_store build/test_tokens
 	$(VALGRIND) build/run_sql_tests --init pyevidence/schema.sql $(C_TESTS)
+	$(VALGRIND) build/test_store pyevidence/schema.sql
+	$(VALGRIND) build/test_tokens 5000
 
 build/run_sql_tests: $(EXT_SOURCES) $(C_HEADERS) csrc/test/run_sql_tests.c | build
 	$(CC) $(TEST_CFLAGS) -o $@ $(EXT_SOURCES) csrc/test/run_sql_tests.c -lsqlite3
 
 build/run_sql_tests_asan: $(EXT_SOURCES) $(C_HEADERS) csrc/test/run_sql_tests.c | build
 	$(CC) $(TEST_CFLAGS) $(SANITIZE) -o $@ $(EXT_SOURCES) csrc/test/run_sql_tests.c -lsqlite3
+
+build/test_tokens: $(EXT_SOURCES) $(C_HEADERS) csrc/test/test_tokens.c | build
+	$(CC) $(TEST_CFLAGS) -o $@ csrc/evidence_tokens.c csrc/evidence_tokenset.c csrc/test/test_tokens.c -lsqlite3
+
+build/test_tokens_portable: $(EXT_SOURCES) $(C_HEADERS) csrc/test/test_tokens.c | build
+	$(CC) $(TEST_CFLAGS) -DEVIDENCE_NO_SIMD -o $@ csrc/evidence_tokens.c csrc/evidence_tokenset.c \
+		csrc/test/test_tokens.c -lsqlite3
+
+build/test_tokens_asan: $(EXT_SOURCES) $(C_HEADERS) csrc/test/test_tokens.c | build
+	$(CC) $(TEST_CFLAGS) $(SANITIZE) -o $@ csrc/evidence_tokens.c csrc/evidence_tokenset.c \
+		csrc/test/test_tokens.c -lsqlite3
+
+build/test_store: $(STORE_SOURCES) $(C_HEADERS) csrc/test/test_store.c | build
+	$(CC) $(TEST_CFLAGS) -o $@ $(STORE_SOURCES) csrc/test/test_store.c -lsqlite3
+
+build/test_store_asan: $(STORE_SOURCES) $(C_HEADERS) csrc/test/test_store.c | build
+	$(CC) $(TEST_CFLAGS) $(SANITIZE) -o $@ $(STORE_SOURCES) csrc/test/test_store.c -lsqlite3
 
 build:
 	mkdir -p build

@@ -48,6 +48,35 @@ enum {
 
 static const char *const azArgName[ELIGIBLE_N_ARGS] = {"tenant", "revision", "now"};
 
+/* idxNum bits from here up: the arguments a plan lacks (bit i for argument i). */
+#define ELIGIBLE_MISSING_SHIFT 8
+
+/* The plan (idxNum) is the set of table columns to read: bit i for column i.
+** Reading only those lets SQLite answer count(*) and the like from the index. */
+static const char *const azColumn[ELIGIBLE_N_TABLE_COLUMNS] = {"tenant", "record_id", "revision",  "kind",
+                                                               "body",   "source",    "expires_at"};
+
+static int columnsToRead(sqlite3_uint64 colUsed) {
+  int mask = (int)(colUsed & ((1u << ELIGIBLE_N_TABLE_COLUMNS) - 1));
+  /* The hidden columns echo the arguments; the row's own tenant and revision equal them. */
+  if (colUsed & (1ULL << ELIGIBLE_SCOPE_TENANT)) mask |= 1 << ELIGIBLE_TENANT;
+  if (colUsed & (1ULL << ELIGIBLE_SCOPE_REVISION)) mask |= 1 << ELIGIBLE_REVISION;
+  return mask;
+}
+
+/* The eligibility query reading the columns in mask (NULL in place of the others). */
+static char *eligibleSql(const char *zSchema, int mask) {
+  sqlite3_str *pSql = sqlite3_str_new(0);
+  int i;
+  sqlite3_str_appendall(pSql, "SELECT ");
+  for (i = 0; i < ELIGIBLE_N_TABLE_COLUMNS; i++) {
+    sqlite3_str_appendf(pSql, "%s%s", i ? ", " : "", (mask & (1 << i)) ? azColumn[i] : "NULL");
+  }
+  sqlite3_str_appendf(pSql, " FROM \"%w\".evidence WHERE tenant = ?1 AND revision = ?2 AND expires_at > ?3",
+                      zSchema);
+  return sqlite3_str_finish(pSql);
+}
+
 typedef struct EligibleVtab {
   sqlite3_vtab base; /* base class: must be first */
   sqlite3 *db;
@@ -59,6 +88,7 @@ typedef struct EligibleCursor {
   sqlite3_stmt *pStmt;      /* the eligibility query, prepared on first use */
   sqlite3_int64 iRowid;     /* rows returned so far */
   sqlite3_int64 iNow;       /* the now argument */
+  int idxNum;               /* the plan pStmt was prepared for */
   int bEof;
 } EligibleCursor;
 
@@ -169,19 +199,29 @@ static int eligibleFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxS
   EligibleCursor *pCur = (EligibleCursor *)cur;
   EligibleVtab *pTab = (EligibleVtab *)cur->pVtab;
   int rc, i;
-  (void)idxNum;
   (void)idxStr;
   pCur->bEof = 1;
   pCur->iRowid = 0;
+  if (idxNum >> ELIGIBLE_MISSING_SHIFT) {
+    int missing = idxNum >> ELIGIBLE_MISSING_SHIFT;
+    for (i = 0; (missing & (1 << i)) == 0; i++) {
+    }
+    return eligibleError(cur->pVtab,
+                         "evidence_eligible(): argument %s is missing; "
+                         "call it as evidence_eligible(tenant, revision, now)",
+                         azArgName[i]);
+  }
   if (argc != ELIGIBLE_N_ARGS) return eligibleError(cur->pVtab, "evidence_eligible(): %s", "bad plan");
   rc = eligibleCheckArgs(cur->pVtab, argv);
   if (rc != SQLITE_OK) return rc;
   pCur->iNow = sqlite3_value_int64(argv[2]);
+  if (pCur->pStmt && pCur->idxNum != idxNum) {
+    sqlite3_finalize(pCur->pStmt);
+    pCur->pStmt = 0;
+  }
   if (pCur->pStmt == 0) {
-    char *zSql = sqlite3_mprintf(
-        "SELECT tenant, record_id, revision, kind, body, source, expires_at FROM \"%w\".evidence"
-        " WHERE tenant = ?1 AND revision = ?2 AND expires_at > ?3",
-        pTab->zSchema);
+    char *zSql = eligibleSql(pTab->zSchema, idxNum);
+    pCur->idxNum = idxNum;
     if (zSql == 0) return SQLITE_NOMEM;
     rc = sqlite3_prepare_v3(pTab->db, zSql, -1, SQLITE_PREPARE_PERSISTENT, &pCur->pStmt, 0);
     sqlite3_free(zSql);
@@ -229,12 +269,20 @@ static int eligibleRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid) {
 ** Every argument must arrive as an equality constraint on its hidden column.
 ** A constraint that exists but is unusable in this plan (it depends on a table
 ** joined later) makes the plan unusable (SQLITE_CONSTRAINT), so SQLite tries
-** another order; an argument with no constraint at all is the caller's error.
+** another order.
+**
+** A plan with an argument missing altogether is not refused here, because
+** SQLite also asks about partial plans that leave the arguments out (for a
+** WHERE ... OR ..., it plans each OR term alone), and refusing those would
+** fail queries that are fine. Such a plan is priced out of any real choice
+** and, if it is all there is because the caller left an argument out, its
+** xFilter reports which one (ELIGIBLE_MISSING_ARGS bits of idxNum).
 */
 static int eligibleBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   int aiUsable[ELIGIBLE_N_ARGS] = {-1, -1, -1};
   int abSeen[ELIGIBLE_N_ARGS] = {0, 0, 0};
-  int i;
+  int i, missing = 0;
+  (void)pVtab;
   for (i = 0; i < pInfo->nConstraint; i++) {
     const struct sqlite3_index_constraint *pCons = &pInfo->aConstraint[i];
     int iArg = pCons->iColumn - ELIGIBLE_SCOPE_TENANT;
@@ -243,20 +291,20 @@ static int eligibleBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     if (pCons->usable && aiUsable[iArg] < 0) aiUsable[iArg] = i;
   }
   for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
-    if (!abSeen[i]) {
-      return eligibleError(pVtab,
-                           "evidence_eligible(): argument %s is missing; "
-                           "call it as evidence_eligible(tenant, revision, now)",
-                           azArgName[i]);
-    }
+    if (!abSeen[i]) missing |= 1 << i;
+    if (abSeen[i] && aiUsable[i] < 0) return SQLITE_CONSTRAINT;
   }
-  for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
-    if (aiUsable[i] < 0) return SQLITE_CONSTRAINT;
+  if (missing) {
+    pInfo->idxNum = missing << ELIGIBLE_MISSING_SHIFT;
+    pInfo->estimatedCost = 1e300;
+    pInfo->estimatedRows = (sqlite3_int64)1 << 62;
+    return SQLITE_OK;
   }
   for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
     pInfo->aConstraintUsage[aiUsable[i]].argvIndex = i + 1;
     pInfo->aConstraintUsage[aiUsable[i]].omit = 1;
   }
+  pInfo->idxNum = columnsToRead(pInfo->colUsed);
   pInfo->estimatedCost = 100.0;
   pInfo->estimatedRows = 100;
   return SQLITE_OK;

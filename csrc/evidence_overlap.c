@@ -24,11 +24,18 @@
 #include "evidence_sqlite.h"
 #include "evidence_tokens.h"
 
+#ifdef EVIDENCE_TEST
+int evidenceTestOverlapCalls = 0; /* lets the C tests check that a score is computed once per row */
+#endif
+
 static void overlapFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   EvidenceTokenSet *pSet;
   const unsigned char *zBody;
   int bNew = 0, nShared;
   (void)argc;
+#ifdef EVIDENCE_TEST
+  evidenceTestOverlapCalls++;
+#endif
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL || sqlite3_value_type(argv[1]) == SQLITE_NULL) {
     return;
   }

@@ -27,11 +27,18 @@ static const char *const azStmtSql[N_STMT] = {
     "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2",
     /* STMT_COUNT */
     "SELECT count(*) FROM evidence_eligible(?1, ?2, ?3)",
-    /* STMT_RANK: the ranking order of pyevidence/scoring.py:rank, in SQL */
-    "SELECT record_id, revision, kind, body, source, expires_at, score FROM ("
-    " SELECT record_id, revision, kind, body, source, expires_at, token_overlap(?4, body) AS score"
-    " FROM evidence_eligible(?1, ?2, ?3))"
-    " WHERE score > 0 ORDER BY score DESC, record_id LIMIT ?5",
+    /* STMT_RANK: the ranking order of pyevidence/scoring.py:rank, in SQL, over eligible rows only.
+    ** The inner query scores; OFFSET 0 keeps SQLite from flattening it, which would
+    ** compute every score twice (once for WHERE, once for the result). Only
+    ** (record_id, score) go through the top-k sort; the join then reads the few
+    ** winning rows whole, in the same statement and so the same snapshot. */
+    "SELECT e.record_id, e.revision, e.kind, e.body, e.source, e.expires_at, top.score"
+    " FROM (SELECT record_id, score FROM ("
+    "  SELECT record_id, token_overlap(?4, body) AS score"
+    "  FROM evidence_eligible(?1, ?2, ?3) LIMIT -1 OFFSET 0)"
+    "  WHERE score > 0 ORDER BY score DESC, record_id LIMIT ?5) AS top"
+    " JOIN evidence AS e ON e.tenant = ?1 AND e.record_id = top.record_id"
+    " ORDER BY top.score DESC, top.record_id",
     /* STMT_CANDIDATES */
     "SELECT record_id, revision, kind, body, source, expires_at, 0"
     " FROM evidence_eligible(?1, ?2, ?3) ORDER BY record_id",
@@ -142,8 +149,24 @@ void evidence_table_free(EvidenceTable *t) {
   size_t i;
   if (t == 0) return;
   for (i = 0; i < t->n_rows * (size_t)t->n_cols; i++) sqlite3_free((void *)t->cells[i].z);
+  for (i = 0; t->names && i < (size_t)t->n_cols; i++) sqlite3_free(t->names[i]);
+  sqlite3_free(t->names);
   sqlite3_free(t->cells);
   sqlite3_free(t);
+}
+
+/* Copies the statement's column names into t. */
+static int tableNames(EvidenceTable *t, sqlite3_stmt *pStmt) {
+  int j;
+  t->names = sqlite3_malloc64((sqlite3_uint64)(t->n_cols ? t->n_cols : 1) * sizeof(char *));
+  if (t->names == 0) return SQLITE_NOMEM;
+  memset(t->names, 0, (size_t)(t->n_cols ? t->n_cols : 1) * sizeof(char *));
+  for (j = 0; j < t->n_cols; j++) {
+    const char *zName = sqlite3_column_name(pStmt, j);
+    t->names[j] = sqlite3_mprintf("%s", zName ? zName : "");
+    if (t->names[j] == 0) return SQLITE_NOMEM;
+  }
+  return SQLITE_OK;
 }
 
 /* Copies the current row of pStmt onto the end of t. */
@@ -182,61 +205,96 @@ static int tableAppendRow(EvidenceTable *t, sqlite3_stmt *pStmt, size_t *pnAlloc
   return SQLITE_OK;
 }
 
-int evidence_store_query(EvidenceStore *p, const char *sql, size_t sql_len, const EvidenceValue *params,
-                         int n_params, EvidenceTable **out) {
-  sqlite3_stmt *pStmt = 0;
-  const char *zTail = 0;
+/* While a read-only query is prepared and run, refuses what sqlite3_stmt_readonly()
+** lets through although it changes the connection: transactions, savepoints,
+** ATTACH and DETACH, and pragmas given a value (other than the introspection
+** pragmas, whose argument is a table name). Statements that write to a database
+** are refused by sqlite3_stmt_readonly() itself. */
+static int readOnlyAuthorizer(void *pArg, int op, const char *z1, const char *z2, const char *zDb,
+                              const char *zTrigger) {
+  static const char *const azIntrospection[] = {"table_info",  "table_xinfo",      "index_list", "index_info",
+                                                "index_xinfo", "foreign_key_list", "table_list"};
+  size_t i;
+  (void)pArg;
+  (void)zDb;
+  (void)zTrigger;
+  switch (op) {
+    case SQLITE_TRANSACTION:
+    case SQLITE_SAVEPOINT:
+    case SQLITE_ATTACH:
+    case SQLITE_DETACH: return SQLITE_DENY;
+    case SQLITE_PRAGMA:
+      if (z2 == 0) return SQLITE_OK;
+      for (i = 0; i < sizeof(azIntrospection) / sizeof(azIntrospection[0]); i++) {
+        if (sqlite3_stricmp(z1, azIntrospection[i]) == 0) return SQLITE_OK;
+      }
+      return SQLITE_DENY;
+    default: return SQLITE_OK;
+  }
+}
+
+static const char zReadOnlyMessage[] =
+    "only read-only statements are allowed here; write with put and forget";
+
+/* Checks, binds and steps a prepared query into *out; the caller finalizes pStmt. */
+static int storeQueryRun(EvidenceStore *p, sqlite3_stmt *pStmt, const char *zTail, size_t nTail,
+                         const EvidenceValue *params, int n_params, int read_only, EvidenceTable **out) {
   EvidenceTable *t;
   size_t nAlloc = 0;
   int rc, i;
-  *out = 0;
-  if (sql_len > 0x7fffffff) return storeError(p, SQLITE_TOOBIG, "SQL text too long");
-  rc = sqlite3_prepare_v2(p->db, sql, (int)sql_len, &pStmt, &zTail);
-  if (rc != SQLITE_OK) return storeDbError(p, rc);
   if (pStmt == 0) return storeError(p, SQLITE_MISUSE, "no SQL statement given");
-  if (strspn(zTail, " \t\r\n;") != (size_t)(sql + sql_len - zTail)) {
-    sqlite3_finalize(pStmt);
+  if (strspn(zTail, " \t\r\n;") < nTail)
     return storeError(p, SQLITE_MISUSE, "only one SQL statement is allowed");
-  }
+  if (read_only && !sqlite3_stmt_readonly(pStmt)) return storeError(p, SQLITE_READONLY, zReadOnlyMessage);
   if (n_params != sqlite3_bind_parameter_count(pStmt)) {
     char *zMsg = sqlite3_mprintf("the statement has %d parameter(s), %d value(s) given",
                                  sqlite3_bind_parameter_count(pStmt), n_params);
     storeError(p, SQLITE_RANGE, zMsg ? zMsg : "wrong number of parameters");
     sqlite3_free(zMsg);
-    sqlite3_finalize(pStmt);
     return SQLITE_RANGE;
   }
   for (i = 0; i < n_params; i++) {
     rc = bindValue(pStmt, i + 1, &params[i]);
-    if (rc != SQLITE_OK) {
-      storeDbError(p, rc);
-      sqlite3_finalize(pStmt);
-      return rc;
-    }
+    if (rc != SQLITE_OK) return storeDbError(p, rc);
   }
   t = sqlite3_malloc(sizeof(*t));
-  if (t == 0) {
-    sqlite3_finalize(pStmt);
-    return storeError(p, SQLITE_NOMEM, "out of memory");
-  }
+  if (t == 0) return storeError(p, SQLITE_NOMEM, "out of memory");
   memset(t, 0, sizeof(*t));
   t->n_cols = sqlite3_column_count(pStmt);
-  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+  rc = tableNames(t, pStmt);
+  while (rc == SQLITE_OK && (rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
     rc = tableAppendRow(t, pStmt, &nAlloc);
-    if (rc != SQLITE_OK) break;
   }
   if (rc == SQLITE_DONE) rc = SQLITE_OK;
   if (rc != SQLITE_OK) {
-    if (rc == SQLITE_NOMEM) {
-      storeError(p, rc, "out of memory");
-    } else {
-      storeDbError(p, rc);
-    }
     evidence_table_free(t);
-    t = 0;
+    if (rc == SQLITE_NOMEM) return storeError(p, rc, "out of memory");
+    return rc == SQLITE_AUTH ? storeError(p, rc, zReadOnlyMessage) : storeDbError(p, rc);
+  }
+  *out = t;
+  return SQLITE_OK;
+}
+
+int evidence_store_query(EvidenceStore *p, const char *sql, size_t sql_len, const EvidenceValue *params,
+                         int n_params, int read_only, EvidenceTable **out) {
+  sqlite3_stmt *pStmt = 0;
+  const char *zTail = 0;
+  int rc;
+  *out = 0;
+  if (sql_len > 0x7fffffff) return storeError(p, SQLITE_TOOBIG, "SQL text too long");
+  /* The authorizer stays on while stepping too: evidence_eligible prepares its
+  ** own statement on the first row. */
+  if (read_only) sqlite3_set_authorizer(p->db, readOnlyAuthorizer, 0);
+  rc = sqlite3_prepare_v2(p->db, sql, (int)sql_len, &pStmt, &zTail);
+  if (rc == SQLITE_OK) {
+    rc = storeQueryRun(p, pStmt, zTail, (size_t)(sql + sql_len - zTail), params, n_params, read_only, out);
+  } else if (rc == SQLITE_AUTH) {
+    storeError(p, rc, zReadOnlyMessage);
+  } else {
+    storeDbError(p, rc);
   }
   sqlite3_finalize(pStmt);
-  *out = t;
+  if (read_only) sqlite3_set_authorizer(p->db, 0, 0);
   return rc;
 }
 

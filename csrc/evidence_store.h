@@ -34,11 +34,12 @@ typedef struct EvidenceValue {
   size_t n;
 } EvidenceValue;
 
-/* The rows of a query: n_rows * n_cols values, row by row. */
+/* The rows of a query: n_rows * n_cols values, row by row, and the column names. */
 typedef struct EvidenceTable {
   int n_cols;
   size_t n_rows;
   EvidenceValue *cells;
+  char **names;
 } EvidenceTable;
 
 /* One eligible record, as retrieve and candidates return it. */
@@ -73,9 +74,10 @@ const char *evidence_store_errmsg(EvidenceStore *store);
 /* Runs SQL text of one or more statements, discarding any rows. */
 int evidence_store_exec(EvidenceStore *store, const char *sql, size_t sql_len);
 
-/* Runs one statement with n_params bound values and returns its rows in *out. */
+/* Runs one statement with n_params bound values and returns its rows in *out.
+** With read_only set, a statement that could write is refused before it runs. */
 int evidence_store_query(EvidenceStore *store, const char *sql, size_t sql_len, const EvidenceValue *params,
-                         int n_params, EvidenceTable **out);
+                         int n_params, int read_only, EvidenceTable **out);
 void evidence_table_free(EvidenceTable *table);
 
 /* Inserts or replaces the record (tenant, record_id). Arguments are assumed

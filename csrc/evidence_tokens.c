@@ -27,15 +27,15 @@
 ** and separators here, and the decoder restarts at the next lead byte, where
 ** this scanner also sees C4 B0 or E2 84 AA. tests/test_token_rule_c.py checks
 ** this on random bytes.
+**
+** This file is the reference scanner, byte by byte. evidence_tokenset.c
+** matches bodies against a query with a faster, wide scan of the same rule,
+** and falls back to this one for texts holding U+0130 or U+212A.
 */
 #include "evidence_tokens.h"
 #include "evidence_sqlite.h"
 
 #include <string.h>
-
-#ifdef EVIDENCE_TEST
-int evidenceTestSetsBuilt = 0; /* lets the C tests check that a query is parsed once */
-#endif
 
 /* The lowercased ASCII letter or digit for each byte, or 0 for a separator. */
 /* clang-format off */
@@ -74,9 +74,7 @@ static size_t tokenStep(const unsigned char *z, size_t n, size_t i, unsigned cha
   return 0;
 }
 
-/* Finds the next token at or after *pi. Copies at most nCap of its characters
-** to zBuf and returns its full length (0 at the end of the text). */
-static size_t tokenNext(const unsigned char *z, size_t n, size_t *pi, char *zBuf, size_t nCap) {
+size_t evidenceTokenNext(const unsigned char *z, size_t n, size_t *pi, char *zBuf, size_t nCap) {
   size_t i = *pi, nTok = 0;
   unsigned char c;
   int bEnds;
@@ -96,6 +94,18 @@ static size_t tokenNext(const unsigned char *z, size_t n, size_t *pi, char *zBuf
   return nTok;
 }
 
+int evidenceHasSpecial(const unsigned char *z, size_t n) {
+  const unsigned char *p = z, *pEnd = z + n;
+  while ((p = memchr(p, 0xC4, (size_t)(pEnd - p))) != 0) {
+    if (p + 1 < pEnd && p[1] == 0xB0) return 1;
+    p++;
+  }
+  for (p = z; (p = memchr(p, 0xE2, (size_t)(pEnd - p))) != 0; p++) {
+    if (p + 2 < pEnd && p[1] == 0x84 && p[2] == 0xAA) return 1;
+  }
+  return 0;
+}
+
 int evidenceTokenize(const unsigned char *z, size_t n,
                      int (*xToken)(void *pArg, const char *zTok, size_t nTok), void *pArg) {
   char *zBuf;
@@ -104,135 +114,9 @@ int evidenceTokenize(const unsigned char *z, size_t n,
   if (n == 0) return 0;
   zBuf = sqlite3_malloc64(n);
   if (zBuf == 0) return SQLITE_NOMEM;
-  while (rc == 0 && (nTok = tokenNext(z, n, &i, zBuf, n)) > 0) {
+  while (rc == 0 && (nTok = evidenceTokenNext(z, n, &i, zBuf, n)) > 0) {
     rc = xToken(pArg, zBuf, nTok);
   }
   sqlite3_free(zBuf);
   return rc;
-}
-
-/* ---- The query token set: an open-addressing hash set of distinct tokens. */
-
-typedef struct TokenSlot {
-  unsigned hash;  /* hash of the token */
-  unsigned stamp; /* the overlap call that last counted this token */
-  size_t off;     /* offset of the token in zArena */
-  size_t len;     /* token length; 0 marks an empty slot */
-} TokenSlot;
-
-struct EvidenceTokenSet {
-  TokenSlot *aSlot; /* nMask+1 slots, a power of two, at most half full */
-  unsigned nMask;
-  int nEntry;     /* distinct tokens held */
-  unsigned stamp; /* incremented by every overlap call */
-  size_t mxTok;   /* length of the longest token held */
-  char *zArena;   /* the tokens' characters, back to back */
-  size_t nArena;
-  char *zScratch; /* room for one body token of up to mxTok characters */
-};
-
-static unsigned tokenHash(const char *z, size_t n) {
-  unsigned h = 2166136261u; /* FNV-1a */
-  size_t i;
-  for (i = 0; i < n; i++) h = (h ^ (unsigned char)z[i]) * 16777619u;
-  return h;
-}
-
-static TokenSlot *tokenFind(EvidenceTokenSet *p, const char *z, size_t n, unsigned h) {
-  unsigned i = h & p->nMask;
-  for (;;) {
-    TokenSlot *pSlot = &p->aSlot[i];
-    if (pSlot->len == 0) return pSlot;
-    if (pSlot->hash == h && pSlot->len == n && memcmp(p->zArena + pSlot->off, z, n) == 0) {
-      return pSlot;
-    }
-    i = (i + 1) & p->nMask;
-  }
-}
-
-/* Doubles the slot array, keeping the table at most half full. */
-static int tokenSetGrow(EvidenceTokenSet *p) {
-  unsigned nOld = p->nMask + 1, j;
-  TokenSlot *aOld = p->aSlot;
-  TokenSlot *aNew = sqlite3_malloc64((sqlite3_uint64)nOld * 2 * sizeof(TokenSlot));
-  if (aNew == 0) return SQLITE_NOMEM;
-  memset(aNew, 0, (size_t)nOld * 2 * sizeof(TokenSlot));
-  p->aSlot = aNew;
-  p->nMask = nOld * 2 - 1;
-  for (j = 0; j < nOld; j++) {
-    if (aOld[j].len) *tokenFind(p, p->zArena + aOld[j].off, aOld[j].len, aOld[j].hash) = aOld[j];
-  }
-  sqlite3_free(aOld);
-  return SQLITE_OK;
-}
-
-/* The distinct tokens' characters take at most the query's length, so the
-** arena is sized once; the slot array grows with the number of tokens. */
-EvidenceTokenSet *evidenceTokenSetNew(const unsigned char *z, size_t n) {
-  EvidenceTokenSet *p = sqlite3_malloc64(sizeof(*p));
-  size_t i = 0, nTok;
-  if (p == 0) return 0;
-#ifdef EVIDENCE_TEST
-  evidenceTestSetsBuilt++;
-#endif
-  memset(p, 0, sizeof(*p));
-  p->nMask = 15;
-  p->aSlot = sqlite3_malloc64((p->nMask + 1) * sizeof(TokenSlot));
-  p->zArena = sqlite3_malloc64(n + 1);
-  p->zScratch = sqlite3_malloc64(n + 1);
-  if (p->aSlot == 0 || p->zArena == 0 || p->zScratch == 0) goto no_mem;
-  memset(p->aSlot, 0, (p->nMask + 1) * sizeof(TokenSlot));
-  while ((nTok = tokenNext(z, n, &i, p->zArena + p->nArena, n + 1 - p->nArena)) > 0) {
-    const char *zTok = p->zArena + p->nArena;
-    unsigned h = tokenHash(zTok, nTok);
-    TokenSlot *pSlot = tokenFind(p, zTok, nTok, h);
-    if (pSlot->len != 0) continue; /* a repeat */
-    pSlot->hash = h;
-    pSlot->off = p->nArena;
-    pSlot->len = nTok;
-    p->nArena += nTok;
-    p->nEntry++;
-    if (nTok > p->mxTok) p->mxTok = nTok;
-    if ((unsigned)p->nEntry * 2 > p->nMask && tokenSetGrow(p) != SQLITE_OK) goto no_mem;
-  }
-  return p;
-
-no_mem:
-  evidenceTokenSetFree(p);
-  return 0;
-}
-
-void evidenceTokenSetFree(void *pSet) {
-  EvidenceTokenSet *p = pSet;
-  if (p == 0) return;
-  sqlite3_free(p->aSlot);
-  sqlite3_free(p->zArena);
-  sqlite3_free(p->zScratch);
-  sqlite3_free(p);
-}
-
-int evidenceTokenSetSize(const EvidenceTokenSet *p) {
-  return p->nEntry;
-}
-
-int evidenceTokenSetOverlap(EvidenceTokenSet *p, const unsigned char *z, size_t n) {
-  size_t i = 0, nTok;
-  int nShared = 0;
-  if (p->nEntry == 0) return 0;
-  if (++p->stamp == 0) {
-    /* The stamp wrapped: forget every mark so none is mistaken for this call's. */
-    unsigned j;
-    for (j = 0; j <= p->nMask; j++) p->aSlot[j].stamp = 0;
-    p->stamp = 1;
-  }
-  while ((nTok = tokenNext(z, n, &i, p->zScratch, p->mxTok)) > 0) {
-    TokenSlot *pSlot;
-    if (nTok > p->mxTok) continue; /* longer than every query token */
-    pSlot = tokenFind(p, p->zScratch, nTok, tokenHash(p->zScratch, nTok));
-    if (pSlot->len != 0 && pSlot->stamp != p->stamp) {
-      pSlot->stamp = p->stamp;
-      if (++nShared == p->nEntry) break; /* every query token found */
-    }
-  }
-  return nShared;
 }

@@ -14,7 +14,7 @@ from .errors import (
     ValidationError,
 )
 from .loadable import load, loadable_path
-from .records import KINDS, Candidate, Hit, Record, Retrieval
+from .records import KINDS, Candidate, Hit, QueryResult, Record, Retrieval
 from .scoring import Scorer, TokenScorer
 from .store import EvidenceStore, native_available
 from .tokens import token_overlap
@@ -28,6 +28,7 @@ __all__ = [
     "EvidenceError",
     "EvidenceStore",
     "Hit",
+    "QueryResult",
     "Record",
     "Retrieval",
     "SchemaError",

@@ -20,6 +20,7 @@ SOURCES = [
     "csrc/evidence_overlap.c",
     "csrc/evidence_eligible.c",
     "csrc/evidence_tokens.c",
+    "csrc/evidence_tokenset.c",
 ]
 HEADER = Path(__file__).resolve().parent.parent / "csrc" / "evidence_store.h"
 

@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from . import demo, doctor, jsonout
@@ -36,6 +37,17 @@ def _parser() -> argparse.ArgumentParser:
 
     command("demo", "run the eligibility-before-ranking demonstration", db=False)
     sub.add_parser("doctor", help="show what this installation can do (engines, SQLite, extension loading)")
+
+    p = sub.add_parser("bench", help="benchmark the Python engine, the native engine and the floor")
+    p.add_argument("--sizes", default="1000,10000,100000", help="eligible rows per run, comma-separated")
+    p.add_argument("--full", action="store_true", help="also run 1,000,000 eligible rows")
+    p.add_argument("--out", default="bench-results", metavar="DIR", help="where to write the results")
+    p.add_argument("--seed", type=int, default=7)
+
+    p = sub.add_parser("sql", help="run one read-only SQL statement where pyevidence's functions exist")
+    p.add_argument("db", metavar="DB", help="the database file")
+    p.add_argument("statement", metavar="SQL")
+    p.add_argument("params", nargs="*", metavar="PARAM", help="positional parameters, passed as text")
 
     p = command("put", "insert or replace one record (creates the database if absent)")
     p.add_argument("--tenant", required=True)
@@ -77,11 +89,39 @@ def _existing(path: str) -> str:
     return path
 
 
+def _jsonable(value: Any) -> Any:
+    """SQL values as JSON: a blob becomes {"blob": "<hex>"}."""
+    return {"blob": value.hex()} if isinstance(value, bytes) else value
+
+
+def _bench(args: argparse.Namespace) -> Any:
+    from .bench import report, run
+
+    try:
+        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    except ValueError:
+        raise ValidationError("sizes", f"must be comma-separated whole numbers, got {args.sizes!r}") from None
+    if not sizes or min(sizes) < 10:
+        raise ValidationError("sizes", "must name at least one size of 10 rows or more")
+    if args.full and 1_000_000 not in sizes:
+        sizes.append(1_000_000)
+    results = run.run(sorted(sizes), seed=args.seed)
+    written = report.write(results, Path(args.out))
+    sys.stderr.write(report.markdown(results))
+    return {"written": [str(p) for p in written]}
+
+
 def _run(args: argparse.Namespace) -> Any:
     if args.command == "demo":
         return demo.run(engine=args.engine)
     if args.command == "doctor":
         return doctor.report()
+    if args.command == "bench":
+        return _bench(args)
+    if args.command == "sql":
+        with EvidenceStore(_existing(args.db), engine="native") as store:
+            rows = store.query(args.statement, list(args.params))
+        return {"columns": list(rows.columns), "rows": [[_jsonable(v) for v in row] for row in rows]}
     if args.command == "put":
         body = _read_body(args)
         with EvidenceStore(args.db, engine=args.engine) as store:

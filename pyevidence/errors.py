@@ -10,12 +10,14 @@ class EvidenceError(Exception):
 class ValidationError(EvidenceError, ValueError):
     """An argument broke a documented rule; nothing was changed.
 
-    ``field`` names the offending argument, so a caller (or a CLI) can point at it.
+    ``field`` names the offending argument, so a caller (or a CLI) can point at it;
+    ``reason`` says what is wrong with it.
     """
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
         self.field = field
+        self.reason = reason
 
 
 class ScorerError(EvidenceError):

@@ -95,3 +95,24 @@ class Retrieval(Sequence[Hit]):
             "eligible_count": self.eligible_count,
             "hits": [hit.to_dict() for hit in self.hits],
         }
+
+
+@dataclass(frozen=True)
+class QueryResult(Sequence[tuple[Any, ...]]):
+    """The rows of store.query(), with the statement's column names."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Any, ...]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[tuple[Any, ...]]: ...
+    def __getitem__(self, index: int | slice) -> tuple[Any, ...] | Sequence[tuple[Any, ...]]:
+        return self.rows[index]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return iter(self.rows)

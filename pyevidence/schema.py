@@ -22,9 +22,19 @@ SCHEMA_VERSION = 1
 # The busy timeout makes a writer wait for a lock instead of failing at once.
 # WAL lets readers run while a writer commits; it is set only after the file is
 # recognised, because switching a journal mode rewrites the file header.
+# synchronous=NORMAL is WAL's usual setting: a commit survives a crash of the
+# process or of the application, but the last commits before a power loss or an
+# OS crash may be lost (never the database's integrity); see README "Guarantees".
+# The page cache and memory-mapped reads are sized for a scan over the eligible
+# rows: 64 MiB of cache and up to 256 MiB mapped per connection.
 BUSY_TIMEOUT_MS = 5000
 _BEFORE_CHECK = (f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};",)
-_AFTER_CHECK = ("PRAGMA journal_mode = WAL;",)
+_AFTER_CHECK = (
+    "PRAGMA journal_mode = WAL;",
+    "PRAGMA synchronous = NORMAL;",
+    "PRAGMA cache_size = -65536;",
+    "PRAGMA mmap_size = 268435456;",
+)
 
 # The eligibility predicate as the Python engine runs it. The C relation
 # evidence_eligible (csrc/evidence_eligible.c) runs the same predicate; the

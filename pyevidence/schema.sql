@@ -16,11 +16,15 @@ CREATE TABLE IF NOT EXISTS evidence (
   body       TEXT    NOT NULL CHECK (trim(body,      char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> ''),
   source     TEXT    NOT NULL CHECK (trim(source,    char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> ''),
   expires_at INTEGER NOT NULL CHECK (expires_at >= 0),
-  PRIMARY KEY (tenant, record_id)
-) STRICT;
+  -- The rows are stored in eligibility order, so the eligible rows of a
+  -- (tenant, revision) at a time are one contiguous range of the table: the
+  -- ranking scan reads them in sequence instead of one lookup per row.
+  PRIMARY KEY (tenant, revision, expires_at, record_id),
+  -- The identity of a record: one row per (tenant, record_id).
+  UNIQUE (tenant, record_id)
+) STRICT, WITHOUT ROWID;
 
--- Serves the eligibility query: one index range per (tenant, revision),
--- starting just after the caller's logical time.
+-- The same range without the bodies, for counting the eligible rows cheaply.
 CREATE INDEX IF NOT EXISTS evidence_scope ON evidence (tenant, revision, expires_at);
 
 PRAGMA user_version = 1;

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
@@ -13,7 +13,7 @@ from typing import Any
 from . import validation
 from .engines.python_engine import PythonEngine
 from .errors import EngineUnavailableError, StoreError, ValidationError
-from .records import Retrieval
+from .records import QueryResult, Record, Retrieval
 from .scoring import Scorer, TokenScorer, rank
 
 ENGINES = ("auto", "native", "python")
@@ -100,6 +100,20 @@ class EvidenceStore:
         with self._engine_locked() as engine:
             engine.put(record)
 
+    def put_many(self, records: Iterable[Record | Mapping[str, Any]]) -> int:
+        """Insert or replace many records in one transaction: all of them or none.
+
+        Each record is a ``Record`` or a mapping of put()'s keyword arguments. Every
+        record is validated first; a bad one raises ValidationError naming its index
+        and field (``records[3].kind``) and nothing is written. Within one call, a
+        later record with the same (tenant, record_id) replaces an earlier one, as
+        separate puts would. Returns the number of records written.
+        """
+        checked = validation.records(records)
+        with self._engine_locked() as engine:
+            engine.put_many(checked)
+        return len(checked)
+
     def retrieve(
         self,
         *,
@@ -131,6 +145,26 @@ class EvidenceStore:
         # Scoring happens outside the lock: a slow scorer must not stall other threads.
         hits = rank(query, candidates, scorer or TokenScorer(), limit)
         return Retrieval(hits=hits, eligible_count=len(candidates))
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> QueryResult:
+        """Run one read-only SQL statement on the native engine's connection, where
+        token_overlap(), evidence_tokens() and evidence_eligible() exist, with
+        positional parameters (None, int, float, str or bytes).
+
+        For Pythons whose sqlite3 cannot load extensions. A statement that could
+        write is refused (use put, put_many and forget). Needs the native engine.
+        """
+        if not isinstance(sql, str):
+            raise ValidationError("sql", f"must be a string, got {type(sql).__name__}")
+        values = validation.sql_params(params)
+        with self._engine_locked() as engine:
+            if not hasattr(engine, "run"):
+                raise EngineUnavailableError(
+                    "store.query() runs SQL where pyevidence's functions exist, which needs "
+                    "engine='native'; this store runs on the python engine"
+                )
+            columns, rows = engine.run(sql, values, read_only=True)
+        return QueryResult(columns=columns, rows=tuple(rows))
 
     def forget(self, *, tenant: str, record_id: str) -> bool:
         """Delete record ``record_id`` of ``tenant`` only; True when a row was deleted."""

@@ -7,6 +7,8 @@ rules as a guard for raw-SQL writers (tests/test_schema.py proves they agree).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, fields
 from typing import Any
 
 from .errors import ValidationError
@@ -70,6 +72,39 @@ def record(
     )
 
 
+RECORD_FIELDS = tuple(f.name for f in fields(Record))
+
+
+def records(items: Any) -> list[Record]:
+    """Validate every record of put_many() before anything is written.
+
+    Each item is a Record or a mapping with exactly put()'s keyword arguments.
+    An error names the item's index and field: ``records[3].tenant``.
+    """
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise ValidationError("records", "must be an iterable of records (mappings or Record)")
+    checked = []
+    for index, item in enumerate(items):
+        where = f"records[{index}]"
+        values = asdict(item) if isinstance(item, Record) else item
+        if not isinstance(values, Mapping):
+            raise ValidationError(where, f"must be a mapping or a Record, got {type(item).__name__}")
+        missing = [name for name in RECORD_FIELDS if name not in values]
+        unknown = sorted(str(key) for key in values if key not in RECORD_FIELDS)
+        problems = []
+        if missing:
+            problems.append(f"missing {', '.join(missing)}")
+        if unknown:
+            problems.append(f"unknown {', '.join(unknown)}")
+        if problems:
+            raise ValidationError(where, "; ".join(problems))
+        try:
+            checked.append(record(**values))
+        except ValidationError as exc:
+            raise ValidationError(f"{where}.{exc.field}", exc.reason) from None
+    return checked
+
+
 def scope(*, tenant: Any, revision: Any, now: Any) -> tuple[str, str, int]:
     """Validate the eligibility arguments of retrieve()."""
     return (
@@ -91,3 +126,20 @@ def limit(value: Any) -> int:
 def record_key(*, tenant: Any, record_id: Any) -> tuple[str, str]:
     """Validate the (tenant, record_id) pair that names one record."""
     return text("tenant", tenant), text("record_id", record_id)
+
+
+def sql_params(params: Any) -> list[Any]:
+    """Positional parameters for store.query(): None, int (64-bit), float, str or bytes."""
+    if isinstance(params, (str, bytes, Mapping)) or not isinstance(params, (list, tuple)):
+        raise ValidationError("params", "must be a list or tuple of positional values")
+    for index, value in enumerate(params):
+        field = f"params[{index}]"
+        if isinstance(value, bool) or not (value is None or isinstance(value, (int, float, str, bytes))):
+            raise ValidationError(
+                field, f"must be None, int, float, str or bytes, got {type(value).__name__}"
+            )
+        if isinstance(value, int):
+            integer(field, value, minimum=INT64_MIN, maximum=INT64_MAX)
+        if isinstance(value, str):
+            text(field, value, allow_empty=True)
+    return list(params)

@@ -110,16 +110,33 @@ def test_relation_columns_are_the_schema_columns(conn: Any) -> None:
     assert relation == table
 
 
-def test_relation_reads_one_index_range(conn: Any) -> None:
+def inner_plan(conn: Any, outer_sql: str) -> str:
+    """The query plan of the statement evidence_eligible runs for outer_sql."""
     seen: list[str] = []
     conn.trace_v2(apsw.SQLITE_TRACE_STMT, lambda event: seen.append(event["sql"]), id="plan")
     try:
-        conn.execute("SELECT count(*) FROM evidence_eligible('team-a', 'v1', 100)").fetchall()
+        conn.execute(outer_sql).fetchall()
     finally:
         conn.trace_v2(0, None, id="plan")
     (inner,) = [sql for sql in seen if 'FROM "main".evidence' in sql]
-    plan = " ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + inner, ("t", "v", 0)))
-    assert "USING INDEX evidence_scope (tenant=? AND revision=? AND expires_at>?)" in plan
+    return " ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + inner, ("t", "v", 0)))
+
+
+@pytest.mark.parametrize(
+    ("outer", "access"),
+    [
+        # Whole rows: one range of the table itself, stored in eligibility order.
+        ("SELECT record_id, body FROM evidence_eligible('team-a', 'v1', 100)", "USING PRIMARY KEY"),
+        # Only what the index holds (a count): one range of the small index, no bodies read.
+        (
+            "SELECT count(*) FROM evidence_eligible('team-a', 'v1', 100)",
+            "USING COVERING INDEX evidence_scope",
+        ),
+    ],
+)
+def test_relation_reads_one_range(conn: Any, outer: str, access: str) -> None:
+    plan = inner_plan(conn, outer)
+    assert f"SEARCH main.evidence {access} (tenant=? AND revision=? AND expires_at>?)" == plan
 
 
 def test_relation_equals_the_python_predicate(conn: Any) -> None:

@@ -83,11 +83,11 @@ def test_strict_table_refuses_wrong_types(raw: sqlite3.Connection, overrides: di
         raw_insert(raw, **overrides)
 
 
-def test_schema_has_version_and_eligibility_index(raw: sqlite3.Connection) -> None:
+def test_schema_has_version_and_reads_eligible_rows_in_one_range(raw: sqlite3.Connection) -> None:
     assert raw.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,)
     plan = raw.execute("EXPLAIN QUERY PLAN " + schema.ELIGIBLE_SQL, ("t", "v", 0)).fetchall()
     detail = " ".join(row[-1] for row in plan)
-    assert "USING INDEX evidence_scope (tenant=? AND revision=? AND expires_at>?)" in detail
+    assert "SEARCH evidence USING PRIMARY KEY (tenant=? AND revision=? AND expires_at>?)" in detail
 
 
 def test_schema_file_runs_twice_without_change(raw: sqlite3.Connection) -> None:

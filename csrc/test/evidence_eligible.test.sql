@@ -37,6 +37,20 @@ SELECT group_concat(record_id || ':' || score, ',') = 'rb-queue:4,inc-new:2'
           FROM evidence_eligible('team-a', 'v1', 100)
          WHERE score > 0 ORDER BY score DESC, record_id LIMIT 5);
 
+-- Only the columns a query uses are read; any subset gives the same rows.
+SELECT (SELECT count(*) FROM evidence_eligible('team-a', 'v1', 100))
+     = (SELECT count(body) FROM evidence_eligible('team-a', 'v1', 100));
+SELECT (SELECT group_concat(record_id || expires_at, ',') FROM evidence_eligible('team-a', 'v1', 99))
+     = (SELECT group_concat(record_id || expires_at, ',')
+          FROM (SELECT record_id, expires_at, body FROM evidence_eligible('team-a', 'v1', 99)));
+SELECT (SELECT kind || source FROM evidence_eligible('team-a', 'v1', 500)) = 'runbookrunbook://queue/v1';
+SELECT (SELECT count(*) FROM evidence_eligible('team-a', 'v1', 0) WHERE record_id IS NULL OR body IS NULL) = 0;
+
+-- An OR in the WHERE clause: SQLite plans each OR term alone, without the
+-- arguments; such partial plans must not turn into a "missing argument" error.
+SELECT count(*) = 1 FROM evidence_eligible('team-a', 'v1', 100) WHERE record_id = 'rb-queue' OR kind = 'x';
+SELECT count(*) = 2 FROM evidence_eligible('team-a', 'v1', 100) WHERE record_id = 'rb-queue' OR body LIKE '%lag%';
+
 -- Arguments as bound-style expressions and from a join.
 SELECT count(*) = 2 FROM (SELECT 'team-a' AS t) AS s, evidence_eligible(s.t, 'v1', 100);
 SELECT count(*) = 3 FROM (SELECT 'team-a' AS t UNION ALL SELECT 'team-b') AS s

@@ -63,26 +63,43 @@ class NativeEngine:
         self._check(lib.evidence_store_exec(self._store, data, len(data)), "SQL")
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Runs one SQL statement with bound parameters and returns its rows."""
+        """Runs one SQL statement (reads or writes) and returns its rows: for pyevidence's own use."""
+        return self.run(sql, params, read_only=False)[1]
+
+    def run(
+        self, sql: str, params: Sequence[Any], *, read_only: bool
+    ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+        """Runs one statement with bound parameters; returns (column names, rows)."""
         data = _utf8(sql)
         values = ffi.new("EvidenceValue[]", max(len(params), 1))
-        keep = []  # the bytes objects must outlive the call
-        for i, param in enumerate(params):
-            keep.append(_bind(values[i], param))
+        keep = [_bind(values[i], param) for i, param in enumerate(params)]  # alive during the call
         out = ffi.new("EvidenceTable **")
-        self._check(lib.evidence_store_query(self._store, data, len(data), values, len(params), out), "query")
+        rc = lib.evidence_store_query(self._store, data, len(data), values, len(params), read_only, out)
+        del keep
+        self._check(rc, "query")
         table = out[0]
         try:
-            n_cols = table.n_cols
-            cells = [_value(table.cells[i]) for i in range(table.n_rows * n_cols)]
+            n_cols, n_rows = table.n_cols, table.n_rows
+            names = tuple(ffi.string(table.names[j]).decode("utf-8", "replace") for j in range(n_cols))
+            cells = [_value(table.cells[i]) for i in range(n_rows * n_cols)]
         finally:
             lib.evidence_table_free(table)
-        return [tuple(cells[r * n_cols : (r + 1) * n_cols]) for r in range(len(cells) // max(n_cols, 1))]
+        return names, [tuple(cells[r * n_cols : (r + 1) * n_cols]) for r in range(n_rows)]
 
     def put(self, record: Record) -> None:
         *texts, expires_at = astuple(record)
         args = [item for data in map(_utf8, texts) for item in (data, len(data))]
         self._check(lib.evidence_store_put(self._store, *args, expires_at), "put")
+
+    def put_many(self, records: list[Record]) -> None:
+        self._script("BEGIN IMMEDIATE;")
+        try:
+            for record in records:
+                self.put(record)
+        except BaseException:
+            self._script("ROLLBACK;")
+            raise
+        self._script("COMMIT;")
 
     def forget(self, tenant: str, record_id: str) -> bool:
         t, r = _utf8(tenant), _utf8(record_id)
@@ -140,11 +157,9 @@ def _text(pointer: Any, length: int) -> str:
 
 
 def _bind(slot: Any, value: Any) -> Any:
-    """Fills an EvidenceValue from a Python value; returns what must stay alive."""
+    """Fills an EvidenceValue from a validated Python value; returns what must stay alive."""
     if value is None:
         slot.type = _NULL
-    elif isinstance(value, bool) or not isinstance(value, (int, float, str, bytes)):
-        raise StoreError(f"cannot bind a {type(value).__name__}; use None, int, float, str or bytes")
     elif isinstance(value, int):
         slot.type, slot.i = _INTEGER, value
     elif isinstance(value, float):

@@ -56,6 +56,16 @@ class PythonEngine:
         with _sqlite_errors("put"):
             self._conn.execute(_PUT_SQL, astuple(record))
 
+    def put_many(self, records: list[Record]) -> None:
+        with _sqlite_errors("put_many"):
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(_PUT_SQL, map(astuple, records))
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
     def forget(self, tenant: str, record_id: str) -> bool:
         with _sqlite_errors("forget"):
             cursor = self._conn.execute(_FORGET_SQL, (tenant, record_id))

@@ -1,0 +1,182 @@
+/*
+** test_store.c: the native engine's C API (evidence_store.h), tested directly.
+**
+**   test_store SCHEMA.sql
+**
+** Built with the extension's sources and -DEVIDENCE_TEST, so it can count
+** token_overlap() calls; run plain, under ASan+UBSan and under valgrind.
+** Prints each failure, then "N passed, N failed".
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../evidence_store.h"
+
+extern int evidenceTestOverlapCalls;
+
+static int nPass = 0, nFail = 0;
+
+#define CHECK(cond)                                          \
+  do {                                                       \
+    if (cond) {                                              \
+      nPass++;                                               \
+    } else {                                                 \
+      nFail++;                                               \
+      printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                        \
+  } while (0)
+
+static char *readFile(const char *zPath) {
+  FILE *f = fopen(zPath, "rb");
+  char *z = 0;
+  long n;
+  if (f == 0) return 0;
+  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+    z = malloc((size_t)n + 1);
+    if (z && fread(z, 1, (size_t)n, f) == (size_t)n) {
+      z[n] = 0;
+    } else {
+      free(z);
+      z = 0;
+    }
+  }
+  fclose(f);
+  return z;
+}
+
+static int put(EvidenceStore *p, const char *tenant, const char *id, const char *revision, const char *body,
+               int64_t expires_at) {
+  return evidence_store_put(p, tenant, strlen(tenant), id, strlen(id), revision, strlen(revision), "runbook",
+                            7, body, strlen(body), "src://x", 7, expires_at);
+}
+
+static void testRetrieve(EvidenceStore *p) {
+  EvidenceRows *r = 0;
+  char zId[32];
+  int i;
+  for (i = 0; i < 1000; i++) {
+    snprintf(zId, sizeof(zId), "r%04d", i);
+    CHECK(put(p, "team-a", zId, "v1", i % 10 == 0 ? "queue lag" : (i % 2 ? "queue" : "disk"), 100 + i % 3) ==
+          0);
+  }
+  CHECK(put(p, "team-b", "other", "v1", "queue lag", 1000) == 0);
+  evidenceTestOverlapCalls = 0;
+  CHECK(evidence_store_retrieve(p, "team-a", 6, "v1", 2, 100, "queue lag", 9, 5, &r) == 0);
+  /* Scored once per eligible row: expiry 100 is out, so 2/3 of the rows are eligible. */
+  CHECK(r != 0 && r->eligible_count == 666);
+  CHECK(evidenceTestOverlapCalls == 666);
+  if (evidenceTestOverlapCalls != 666) printf("token_overlap calls: %d\n", evidenceTestOverlapCalls);
+  CHECK(r != 0 && r->n_rows == 5);
+  if (r && r->n_rows == 5) {
+    CHECK(r->rows[0].score == 2 && memcmp(r->rows[0].record_id, "r0010", 5) == 0);
+    CHECK(r->rows[0].body_len == 9 && memcmp(r->rows[0].body, "queue lag", 9) == 0);
+    CHECK(r->rows[4].score == 2 && memcmp(r->rows[4].record_id, "r0070", 5) == 0);
+  }
+  evidence_rows_free(r);
+
+  /* Nothing matched: the count still comes back. */
+  CHECK(evidence_store_retrieve(p, "team-a", 6, "v1", 2, 100, "latency", 7, 5, &r) == 0);
+  CHECK(r != 0 && r->n_rows == 0 && r->eligible_count == 666);
+  evidence_rows_free(r);
+
+  CHECK(evidence_store_candidates(p, "team-b", 6, "v1", 2, 0, &r) == 0);
+  CHECK(r != 0 && r->n_rows == 1 && r->eligible_count == 1 && r->rows[0].score == 0);
+  evidence_rows_free(r);
+}
+
+static void testNulAndForget(EvidenceStore *p) {
+  EvidenceRows *r = 0;
+  int deleted = -1;
+  /* Strings with NUL characters travel with their lengths. */
+  CHECK(evidence_store_put(p, "t\0x", 3, "id\0", 3, "v", 1, "working", 7, "a\0queue", 7, "s", 1, 5) == 0);
+  CHECK(evidence_store_retrieve(p, "t\0x", 3, "v", 1, 0, "queue", 5, 10, &r) == 0);
+  CHECK(r != 0 && r->n_rows == 1 && r->rows[0].record_id_len == 3 && r->rows[0].body_len == 7);
+  evidence_rows_free(r);
+  CHECK(evidence_store_retrieve(p, "t", 1, "v", 1, 0, "queue", 5, 10, &r) == 0);
+  CHECK(r != 0 && r->eligible_count == 0);
+  evidence_rows_free(r);
+  CHECK(evidence_store_forget(p, "t", 1, "id\0", 3, &deleted) == 0 && deleted == 0);
+  CHECK(evidence_store_forget(p, "t\0x", 3, "id\0", 3, &deleted) == 0 && deleted == 1);
+  CHECK(evidence_store_forget(p, "t\0x", 3, "id\0", 3, &deleted) == 0 && deleted == 0);
+}
+
+static void testQuery(EvidenceStore *p) {
+  EvidenceTable *t = 0;
+  EvidenceValue params[3];
+  const char *zSql = "SELECT ?1 + 1, ?2 || 'b', length(?3), NULL";
+  memset(params, 0, sizeof(params));
+  params[0].type = 1, params[0].i = 41;
+  params[1].type = 3, params[1].z = "a", params[1].n = 1;
+  params[2].type = 4, params[2].z = "\0\0", params[2].n = 2;
+  CHECK(evidence_store_query(p, zSql, strlen(zSql), params, 3, 1, &t) == 0);
+  CHECK(t != 0 && t->n_rows == 1 && t->n_cols == 4);
+  if (t && t->n_rows == 1) {
+    CHECK(t->cells[0].type == 1 && t->cells[0].i == 42);
+    CHECK(t->cells[1].type == 3 && t->cells[1].n == 2 && memcmp(t->cells[1].z, "ab", 2) == 0);
+    CHECK(t->cells[2].type == 1 && t->cells[2].i == 2);
+    CHECK(t->cells[3].type == 5);
+    CHECK(strcmp(t->names[1], "?2 || 'b'") == 0);
+  }
+  evidence_table_free(t);
+
+  t = (EvidenceTable *)1;
+  CHECK(evidence_store_query(p, "SELECT * FROM nowhere", 21, 0, 0, 1, &t) != 0 && t == 0);
+  CHECK(strstr(evidence_store_errmsg(p), "no such table: nowhere") != 0);
+  CHECK(evidence_store_query(p, "DELETE FROM evidence", 20, 0, 0, 1, &t) != 0 && t == 0);
+  CHECK(strstr(evidence_store_errmsg(p), "read-only") != 0);
+  {
+    /* Read-only means read-only: no writes, transactions, ATTACH or settings. */
+    static const char *const azRefused[] = {"BEGIN",
+                                            "ATTACH ':memory:' AS other",
+                                            "PRAGMA journal_mode = DELETE",
+                                            "PRAGMA user_version = 9",
+                                            "CREATE TABLE x(a)",
+                                            "PRAGMA wal_checkpoint"};
+    static const char *const azAllowed[] = {
+        "PRAGMA user_version", "SELECT name FROM pragma_table_info('evidence')",
+        "PRAGMA table_info(evidence)", "SELECT count(*) FROM evidence_eligible('team-a', 'v1', 0)"};
+    size_t i;
+    for (i = 0; i < sizeof(azRefused) / sizeof(azRefused[0]); i++) {
+      CHECK(evidence_store_query(p, azRefused[i], strlen(azRefused[i]), 0, 0, 1, &t) != 0 && t == 0);
+      CHECK(strstr(evidence_store_errmsg(p), "read-only") != 0);
+    }
+    for (i = 0; i < sizeof(azAllowed) / sizeof(azAllowed[0]); i++) {
+      int rc = evidence_store_query(p, azAllowed[i], strlen(azAllowed[i]), 0, 0, 1, &t);
+      CHECK(rc == 0 && t && t->n_rows > 0);
+      if (rc) printf("    %s: %s\n", azAllowed[i], evidence_store_errmsg(p));
+      evidence_table_free(t);
+    }
+    /* Without read_only, the store's own calls may write. */
+    CHECK(evidence_store_query(p, "PRAGMA user_version = 1", 23, 0, 0, 0, &t) == 0);
+    evidence_table_free(t);
+  }
+  CHECK(evidence_store_query(p, "SELECT 1; SELECT 2", 18, 0, 0, 1, &t) != 0);
+  CHECK(strstr(evidence_store_errmsg(p), "one SQL statement") != 0);
+  CHECK(evidence_store_query(p, "SELECT ?", 8, 0, 0, 1, &t) != 0);
+  CHECK(strstr(evidence_store_errmsg(p), "1 parameter(s), 0 value(s)") != 0);
+}
+
+int main(int argc, char **argv) {
+  EvidenceStore *p = 0;
+  char *zSchema;
+  if (argc != 2 || (zSchema = readFile(argv[1])) == 0) {
+    fprintf(stderr, "usage: %s SCHEMA.sql\n", argv[0]);
+    return 2;
+  }
+  CHECK(evidence_store_open(":memory:", &p) == 0);
+  CHECK(evidence_store_exec(p, zSchema, strlen(zSchema)) == 0);
+  free(zSchema);
+  testRetrieve(p);
+  testNulAndForget(p);
+  testQuery(p);
+  evidence_store_close(p);
+
+  /* A failed open still hands back a store to read the error from, and to close. */
+  CHECK(evidence_store_open("/nonexistent-dir/x.db", &p) != 0);
+  CHECK(p != 0 && strstr(evidence_store_errmsg(p), "unable to open") != 0);
+  evidence_store_close(p);
+
+  printf("%d passed, %d failed\n", nPass, nFail);
+  return nFail ? 1 : 0;
+}

@@ -1,0 +1,1 @@
+"""The benchmark behind `make bench` and `pyevidence bench`: see README "Performance"."""
