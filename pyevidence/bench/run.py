@@ -1,8 +1,9 @@
 """Runs the benchmark: the Python engine, the native engine and the floor, side by side.
 
-The floor is the native path with token_overlap() replaced by a trivial score:
-the same eligible rows read through evidence_eligible and the same top-k query,
-so it is what selecting and reading the rows costs before any scoring.
+The floor is the native engine's retrieve with token_overlap() replaced by a
+trivial score: the same two statements (the eligible count, then the top-k
+query over evidence_eligible, reading every eligible body), so it is what
+selecting, counting and reading the rows costs before any scoring.
 Paths run interleaved (their order rotates every round) and each figure is the
 median over rounds of the mean time per query, so a noisy neighbour moves all
 paths alike. Every query's hits are compared between the Python and native
@@ -30,8 +31,10 @@ from ..store import EvidenceStore
 from .corpus import NOW, REVISION, TENANT, Corpus
 
 LIMIT = 5
-# The native engine's ranking statement (csrc/evidence_store.c, STMT_RANK) with
-# token_overlap(?4, body) replaced by a score that reads the body and does nothing.
+# The native engine's two retrieve statements (csrc/evidence_store.c, STMT_COUNT
+# and STMT_RANK), with token_overlap(?4, body) replaced by a score that reads the
+# body and does nothing.
+FLOOR_COUNT_SQL = "SELECT count(*) FROM evidence_eligible(?1, ?2, ?3)"
 FLOOR_SQL = (
     "SELECT e.record_id, e.revision, e.kind, e.body, e.source, e.expires_at, top.score"
     " FROM (SELECT record_id, score FROM ("
@@ -114,7 +117,7 @@ def measure_size(path: Path, corpus: Corpus, size: int, progress: Progress) -> d
             "native": lambda q: stores["native"].retrieve(
                 tenant=TENANT, revision=REVISION, query=q, now=NOW, limit=LIMIT
             ),
-            "floor": lambda q: stores["native"].query(FLOOR_SQL, [TENANT, REVISION, NOW, LIMIT]),
+            "floor": lambda q: _floor(stores["native"]),
         }
         for which in ("rare", "common"):
             queries = corpus.queries(which, per_set)
@@ -132,8 +135,8 @@ def measure_size(path: Path, corpus: Corpus, size: int, progress: Progress) -> d
                         raise BenchmarkFailed(
                             f"python and native engines disagree for query {q!r} at {size:,} rows"
                         )
-                    if len(results["floor"]) != min(LIMIT, results["native"].eligible_count):
-                        raise BenchmarkFailed(f"the floor read {len(results['floor'])} rows for {q!r}")
+                    if results["floor"] != (results["native"].eligible_count, min(LIMIT, size)):
+                        raise BenchmarkFailed(f"the floor read {results['floor']} for {q!r}")
                     hits_seen += len(results["native"])
                     progress.step(f"{size:,} rows, {which} queries, round {r + 1}/{rounds}")
                 for p in PATHS:
@@ -148,9 +151,7 @@ def measure_size(path: Path, corpus: Corpus, size: int, progress: Progress) -> d
                 "all_rounds_ms": per_round,
             }
         out["open_ms"] = {
-            engine: statistics.median(
-                _timed(lambda e=engine: EvidenceStore(path, engine=e).close())[0] for _ in range(5)
-            )
+            engine: statistics.median(_timed(_open_and_close, path, engine)[0] for _ in range(5))
             for engine in ("python", "native")
         }
     finally:
@@ -158,6 +159,12 @@ def measure_size(path: Path, corpus: Corpus, size: int, progress: Progress) -> d
             store.close()
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
+
+
+def _floor(store: EvidenceStore) -> tuple[int, int]:
+    """(eligible count, rows ranked) through the native path with a trivial score."""
+    (count,) = store.query(FLOOR_COUNT_SQL, [TENANT, REVISION, NOW])[0]
+    return int(count), len(store.query(FLOOR_SQL, [TENANT, REVISION, NOW, LIMIT]))
 
 
 def _open_and_close(path: Path, engine: str) -> None:
@@ -174,22 +181,19 @@ def _put_batches(store: EvidenceStore, records: list[Record], size: int) -> None
         store.put_many(records[i : i + size])
 
 
-def measure_puts(corpus: Corpus, tmp: Path) -> dict[str, Any]:
-    """Records per second: one put() per record, and put_many() batches of 1,000."""
-    records = list(corpus.records(4_000))
+def measure_puts(corpus: Corpus, tmp: Path, count: int = 4_000) -> dict[str, Any]:
+    """Records per second: one put() per record (a quarter of count), and put_many() batches of 1,000."""
+    records = list(corpus.records(count))
+    single_count = max(count // 4, 1)
     figures: dict[str, Any] = {}
     for engine in ("python", "native"):
         single, batched = [], []
         for r in range(3):
             with EvidenceStore(tmp / f"puts-{engine}-{r}-a.db", engine=engine) as store:
-                ms, _ = _timed(lambda s=store: [s.put(**rec.__dict__) for rec in records[:1_000]])
-                single.append(1_000 / (ms / 1000))
+                ms, _ = _timed(_put_each, store, records[:single_count])
+                single.append(single_count / (ms / 1000))
             with EvidenceStore(tmp / f"puts-{engine}-{r}-b.db", engine=engine) as store:
-                ms, _ = _timed(
-                    lambda s=store: [
-                        s.put_many(records[i : i + 1_000]) for i in range(0, len(records), 1_000)
-                    ]
-                )
+                ms, _ = _timed(_put_batches, store, records, 1_000)
                 batched.append(len(records) / (ms / 1000))
         figures[engine] = {
             "put_per_s": statistics.median(single),
@@ -211,7 +215,7 @@ def machine() -> dict[str, Any]:
     }
 
 
-def run(sizes: list[int], seed: int = 7, workdir: Path | None = None) -> dict[str, Any]:
+def run(sizes: list[int], seed: int = 7, workdir: Path | None = None, puts: int = 4_000) -> dict[str, Any]:
     corpus = Corpus.make(seed)
     total = sum(round(s / 0.8) for s in sizes) + sum(2 * _rounds(s)[0] * _rounds(s)[1] for s in sizes)
     progress = Progress(total)
@@ -222,5 +226,5 @@ def run(sizes: list[int], seed: int = 7, workdir: Path | None = None) -> dict[st
             build(path, corpus, size, progress)
             results["sizes"].append(measure_size(path, corpus, size, progress))
             path.unlink()
-        results["puts"] = measure_puts(corpus, Path(tmp))
+        results["puts"] = measure_puts(corpus, Path(tmp), puts)
     return results

@@ -1,0 +1,54 @@
+"""The benchmark runs end to end on a tiny corpus, and fails when the engines disagree."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pyevidence import native_available
+from pyevidence.bench import report, run
+from pyevidence.bench.corpus import NOW, REVISION, TENANT, Corpus
+
+pytestmark = pytest.mark.skipif(
+    not native_available(), reason="the benchmark compares with the native engine"
+)
+
+
+def test_corpus_is_deterministic_and_has_the_promised_shape() -> None:
+    first, second = Corpus.make(3), Corpus.make(3)
+    records = list(first.records(400))
+    assert records == list(second.records(400))
+    eligible = [r for r in records if (r.tenant, r.revision) == (TENANT, REVISION) and r.expires_at > NOW]
+    assert len(eligible) == 400 and len(records) == 500  # distractors are 20% of the table
+    assert 300 < sum(len(r.body) for r in records) / len(records) < 500
+    assert first.queries("rare", 5) == second.queries("rare", 5)
+    assert all(3 <= len(q.split()) <= 6 for q in first.queries("common", 20))
+
+
+def test_bench_writes_table_json_and_figures(tmp_path: Path) -> None:
+    results = run.run([40], seed=1, puts=40)
+    written = report.write(results, tmp_path)
+    assert {p.name for p in written} >= {"results.json", "results.md"}
+    data = json.loads((tmp_path / "results.json").read_text())
+    (size,) = data["sizes"]
+    for which in ("rare", "common"):
+        figures = size["sets"][which]
+        assert set(figures["ms_per_query"]) == {"python", "native", "floor"}
+        assert all(v > 0 for v in figures["ms_per_query"].values())
+    assert "| 40 | rare |" in (tmp_path / "results.md").read_text()
+
+
+def test_bench_fails_when_the_engines_disagree(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyevidence.engines.native_engine import NativeEngine
+
+    original = NativeEngine.rank_by_tokens
+
+    def one_hit_short(self, *args):  # type: ignore[no-untyped-def]
+        hits, count = original(self, *args)
+        return hits[:-1], count
+
+    monkeypatch.setattr(NativeEngine, "rank_by_tokens", one_hit_short)
+    with pytest.raises(run.BenchmarkFailed, match="disagree"):
+        run.run([40], seed=1, puts=40)
