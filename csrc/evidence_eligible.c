@@ -80,7 +80,8 @@ static char *eligibleSql(const char *zSchema, int mask) {
 typedef struct EligibleVtab {
   sqlite3_vtab base; /* base class: must be first */
   sqlite3 *db;
-  char *zSchema; /* the database this relation reads: "main", or an attached one */
+  char *zSchema;             /* the database this relation reads: "main", or an attached one */
+  EvidenceScanStats *pStats; /* the connection's statistics (the module's client data) */
 } EligibleVtab;
 
 typedef struct EligibleCursor {
@@ -102,7 +103,6 @@ static int eligibleConnect(sqlite3 *db, void *pAux, int argc, const char *const 
                            char **pzErr) {
   EligibleVtab *pNew;
   int rc;
-  (void)pAux;
   (void)argc;
   (void)pzErr;
   rc = sqlite3_declare_vtab(db,
@@ -114,6 +114,7 @@ static int eligibleConnect(sqlite3 *db, void *pAux, int argc, const char *const 
   if (pNew == 0) return SQLITE_NOMEM;
   memset(pNew, 0, sizeof(*pNew));
   pNew->db = db;
+  pNew->pStats = pAux;
   pNew->zSchema = sqlite3_mprintf("%s", argv[1]);
   if (pNew->zSchema == 0) {
     sqlite3_free(pNew);
@@ -165,7 +166,9 @@ static int eligibleNext(sqlite3_vtab_cursor *cur) {
     return SQLITE_OK;
   }
   pCur->bEof = 1;
-  return rc == SQLITE_DONE ? SQLITE_OK : eligibleStepError(cur, rc);
+  if (rc != SQLITE_DONE) return eligibleStepError(cur, rc);
+  ((EligibleVtab *)cur->pVtab)->pStats->nLastScanRows = pCur->iRowid;
+  return SQLITE_OK;
 }
 
 static const char *typeName(int eType) {
@@ -337,6 +340,11 @@ static sqlite3_module eligibleModule = {
     0,                  /* xShadowName */
 };
 
-int evidenceEligibleRegister(sqlite3 *db) {
-  return sqlite3_create_module(db, "evidence_eligible", &eligibleModule, 0);
+int evidenceEligibleRegister(sqlite3 *db, EvidenceScanStats **ppStats) {
+  EvidenceScanStats *pStats = sqlite3_malloc(sizeof(*pStats));
+  if (pStats == 0) return SQLITE_NOMEM;
+  pStats->nLastScanRows = -1;
+  if (ppStats) *ppStats = pStats;
+  /* The module owns pStats from here on: SQLite frees it with the connection. */
+  return sqlite3_create_module_v2(db, "evidence_eligible", &eligibleModule, pStats, sqlite3_free);
 }

@@ -27,12 +27,16 @@ static void versionFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   sqlite3_result_text(ctx, EVIDENCE_VERSION, -1, SQLITE_STATIC);
 }
 
-int evidenceRegister(sqlite3 *db) {
+int evidenceRegisterWithStats(sqlite3 *db, EvidenceScanStats **ppStats) {
   const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
   int rc = sqlite3_create_function(db, "evidence_version", 0, flags, 0, versionFunc, 0, 0);
   if (rc == SQLITE_OK) rc = evidenceOverlapRegister(db);
-  if (rc == SQLITE_OK) rc = evidenceEligibleRegister(db);
+  if (rc == SQLITE_OK) rc = evidenceEligibleRegister(db, ppStats);
   return rc;
+}
+
+int evidenceRegister(sqlite3 *db) {
+  return evidenceRegisterWithStats(db, 0);
 }
 
 #ifdef _WIN32

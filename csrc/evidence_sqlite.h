@@ -17,11 +17,21 @@ SQLITE_EXTENSION_INIT3
 
 #define EVIDENCE_VERSION "0.1.0"
 
-/* Registers token_overlap(), evidence_eligible and evidence_version() on db. */
+/* What evidence_eligible tells the program that registered it, per connection. */
+typedef struct EvidenceScanStats {
+  /* Rows the last evidence_eligible scan to run to its end produced; a
+  ** caller sets it to -1 before a statement to see whether one did. */
+  sqlite3_int64 nLastScanRows;
+} EvidenceScanStats;
+
+/* Registers token_overlap(), evidence_tokens(), evidence_eligible and
+** evidence_version() on db. With ppStats, *ppStats receives the connection's
+** scan statistics, valid until the connection closes. */
 int evidenceRegister(sqlite3 *db);
+int evidenceRegisterWithStats(sqlite3 *db, EvidenceScanStats **ppStats);
 
 /* Registration of each part, called by evidenceRegister(). */
 int evidenceOverlapRegister(sqlite3 *db);
-int evidenceEligibleRegister(sqlite3 *db);
+int evidenceEligibleRegister(sqlite3 *db, EvidenceScanStats **ppStats);
 
 #endif /* EVIDENCE_SQLITE_H */

@@ -14,7 +14,7 @@
 #include "evidence_sqlite.h"
 
 /* The statements, prepared once on first use. */
-enum { STMT_PUT, STMT_FORGET, STMT_COUNT, STMT_RANK, STMT_CANDIDATES, STMT_BEGIN, STMT_COMMIT, N_STMT };
+enum { STMT_PUT, STMT_FORGET, STMT_RANK, STMT_CANDIDATES, N_STMT };
 
 static const char *const azStmtSql[N_STMT] = {
     /* STMT_PUT: insert or replace, one atomic statement */
@@ -25,8 +25,6 @@ static const char *const azStmtSql[N_STMT] = {
     " source = excluded.source, expires_at = excluded.expires_at",
     /* STMT_FORGET */
     "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2",
-    /* STMT_COUNT */
-    "SELECT count(*) FROM evidence_eligible(?1, ?2, ?3)",
     /* STMT_RANK: the ranking order of pyevidence/scoring.py:rank, in SQL, over eligible rows only.
     ** The inner query scores; OFFSET 0 keeps SQLite from flattening it, which would
     ** compute every score twice (once for WHERE, once for the result). Only
@@ -42,13 +40,11 @@ static const char *const azStmtSql[N_STMT] = {
     /* STMT_CANDIDATES */
     "SELECT record_id, revision, kind, body, source, expires_at, 0"
     " FROM evidence_eligible(?1, ?2, ?3) ORDER BY record_id",
-    /* STMT_BEGIN, STMT_COMMIT: one read snapshot for count and rank */
-    "BEGIN",
-    "COMMIT",
 };
 
 struct EvidenceStore {
   sqlite3 *db;
+  EvidenceScanStats *pStats; /* evidence_eligible's per-connection row count */
   sqlite3_stmt *aStmt[N_STMT];
   char *zErr; /* the last error message, or 0 */
 };
@@ -72,7 +68,7 @@ int evidence_store_open(const char *path, EvidenceStore **out) {
   memset(p, 0, sizeof(*p));
   rc = sqlite3_open_v2(path, &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, 0);
   if (rc == SQLITE_OK) rc = sqlite3_extended_result_codes(p->db, 1);
-  if (rc == SQLITE_OK) rc = evidenceRegister(p->db);
+  if (rc == SQLITE_OK) rc = evidenceRegisterWithStats(p->db, &p->pStats);
   return rc == SQLITE_OK ? SQLITE_OK : storeDbError(p, rc);
 }
 
@@ -431,41 +427,12 @@ static int bindScope(EvidenceStore *p, sqlite3_stmt *pStmt, const char *tenant, 
   return rc;
 }
 
-static int countEligible(EvidenceStore *p, const char *tenant, size_t tenant_len, const char *revision,
-                         size_t revision_len, int64_t now, int64_t *pCount) {
-  sqlite3_stmt *pStmt;
-  int rc = storeStmt(p, STMT_COUNT, &pStmt);
-  if (rc == SQLITE_OK) rc = bindScope(p, pStmt, tenant, tenant_len, revision, revision_len, now);
-  if (rc != SQLITE_OK) return rc;
-  rc = sqlite3_step(pStmt);
-  if (rc == SQLITE_ROW) {
-    *pCount = sqlite3_column_int64(pStmt, 0);
-    rc = SQLITE_OK;
-  } else {
-    storeDbError(p, rc);
-  }
-  storeStmtDone(pStmt);
-  return rc;
-}
-
-/* Runs BEGIN or COMMIT. */
-static int storeTxn(EvidenceStore *p, int id) {
-  sqlite3_stmt *pStmt;
-  int rc = storeStmt(p, id, &pStmt);
-  return rc == SQLITE_OK ? storeRun(p, pStmt) : rc;
-}
-
 int evidence_store_retrieve(EvidenceStore *p, const char *tenant, size_t tenant_len, const char *revision,
                             size_t revision_len, int64_t now, const char *query, size_t query_len, int limit,
                             EvidenceRows **out) {
   sqlite3_stmt *pStmt;
-  int64_t nEligible = 0;
-  int rc;
+  int rc = storeStmt(p, STMT_RANK, &pStmt);
   *out = 0;
-  rc = storeTxn(p, STMT_BEGIN);
-  if (rc != SQLITE_OK) return rc;
-  rc = countEligible(p, tenant, tenant_len, revision, revision_len, now, &nEligible);
-  if (rc == SQLITE_OK) rc = storeStmt(p, STMT_RANK, &pStmt);
   if (rc == SQLITE_OK) rc = bindScope(p, pStmt, tenant, tenant_len, revision, revision_len, now);
   if (rc == SQLITE_OK) {
     if ((rc = bindText(pStmt, 4, query, query_len)) != SQLITE_OK ||
@@ -474,17 +441,17 @@ int evidence_store_retrieve(EvidenceStore *p, const char *tenant, size_t tenant_
       storeStmtDone(pStmt);
     }
   }
+  /* The ranking scans every eligible row once to find the top ones (a sort
+  ** needs them all), so the scan's row count is the eligible count: one pass,
+  ** one statement, one snapshot. */
+  p->pStats->nLastScanRows = -1;
   if (rc == SQLITE_OK) rc = collectRows(p, pStmt, out);
-  if (rc == SQLITE_OK) {
-    (*out)->eligible_count = nEligible;
-    rc = storeTxn(p, STMT_COMMIT);
-  }
-  if (rc != SQLITE_OK) {
-    /* A read transaction holds nothing worth keeping: end it, keep the first error. */
-    if (!sqlite3_get_autocommit(p->db)) sqlite3_exec(p->db, "ROLLBACK", 0, 0, 0);
+  if (rc == SQLITE_OK && p->pStats->nLastScanRows < 0) {
+    rc = storeError(p, SQLITE_INTERNAL, "the ranking did not scan the eligible rows to their end");
     evidence_rows_free(*out);
     *out = 0;
   }
+  if (rc == SQLITE_OK) (*out)->eligible_count = p->pStats->nLastScanRows;
   return rc;
 }
 

@@ -92,8 +92,8 @@ int evidence_store_forget(EvidenceStore *store, const char *tenant, size_t tenan
                           size_t record_id_len, int *deleted);
 
 /* The ranked hits for query among the eligible records, at most limit, and the
-** eligible count, read in one transaction. Ranking runs in SQL: token_overlap
-** over evidence_eligible, score descending, record_id ascending. */
+** eligible count, from one statement (one snapshot). Ranking runs in SQL:
+** token_overlap over evidence_eligible, score descending, record_id ascending. */
 int evidence_store_retrieve(EvidenceStore *store, const char *tenant, size_t tenant_len, const char *revision,
                             size_t revision_len, int64_t now, const char *query, size_t query_len, int limit,
                             EvidenceRows **out);
