@@ -42,7 +42,4 @@ int evidenceTokenSetOverlap(EvidenceTokenSet *pSet, const unsigned char *z, size
 ** the tests that prove the wide scan equal to it. */
 int evidenceTokenSetOverlapScalar(EvidenceTokenSet *pSet, const unsigned char *z, size_t n);
 
-/* Number of distinct tokens in the set. */
-int evidenceTokenSetSize(const EvidenceTokenSet *pSet);
-
 #endif /* EVIDENCE_TOKENS_H */

@@ -171,10 +171,6 @@ void evidenceTokenSetFree(void *pSet) {
   sqlite3_free(p);
 }
 
-int evidenceTokenSetSize(const EvidenceTokenSet *p) {
-  return p->nEntry;
-}
-
 /* Starts an overlap call: a fresh stamp, so no token counts as found yet. */
 static void newStamp(EvidenceTokenSet *p) {
   if (++p->stamp == 0) {

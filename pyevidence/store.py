@@ -61,6 +61,9 @@ class EvidenceStore:
     def __init__(self, path: str | os.PathLike[str], *, engine: str = "auto") -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise ValidationError("path", f"must be a file path or ':memory:', got {type(path).__name__}")
+        if "\x00" in os.fsdecode(path):
+            # C would silently open the path cut at the NUL; refuse it instead.
+            raise ValidationError("path", "must not contain NUL characters")
         self._engine = _open_engine(path, engine)
         self._lock = threading.Lock()
         self._closed = False

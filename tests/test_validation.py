@@ -131,6 +131,12 @@ def test_path_must_be_a_path() -> None:
         EvidenceStore(123)  # type: ignore[arg-type]
 
 
+def test_path_with_nul_is_refused_not_cut(engine: str, tmp_path: Any) -> None:
+    with pytest.raises(ValidationError, match="path: must not contain NUL"):
+        EvidenceStore(str(tmp_path / "a.db\x00b"), engine=engine)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_native_unavailable_message_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
