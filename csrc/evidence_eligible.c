@@ -8,7 +8,7 @@
 ** evidence_eligible(tenant, revision, now) is the set of rows of the evidence
 ** table (schema.sql) that belong to that tenant and revision and whose
 ** expires_at is strictly greater than now, with the table's columns:
-** tenant, record_id, revision, kind, body, source, expires_at. It is the SQL
+** tenant, revision, expires_at, record_id, kind, body, source. It is the SQL
 ** form of the rule "eligibility before ranking": a query that ranks over it
 ** cannot see another tenant's, another revision's or an expired row.
 **
@@ -32,12 +32,12 @@
 /* Column numbers, in the order of the declaration below. */
 enum {
   ELIGIBLE_TENANT,
-  ELIGIBLE_RECORD_ID,
   ELIGIBLE_REVISION,
+  ELIGIBLE_EXPIRES_AT,
+  ELIGIBLE_RECORD_ID,
   ELIGIBLE_KIND,
   ELIGIBLE_BODY,
   ELIGIBLE_SOURCE,
-  ELIGIBLE_EXPIRES_AT,
   ELIGIBLE_N_TABLE_COLUMNS,
   ELIGIBLE_SCOPE_TENANT = ELIGIBLE_N_TABLE_COLUMNS,
   ELIGIBLE_SCOPE_REVISION,
@@ -53,8 +53,8 @@ static const char *const azArgName[ELIGIBLE_N_ARGS] = {"tenant", "revision", "no
 
 /* The plan (idxNum) is the set of table columns to read: bit i for column i.
 ** Reading only those lets SQLite answer count(*) and the like from the index. */
-static const char *const azColumn[ELIGIBLE_N_TABLE_COLUMNS] = {"tenant", "record_id", "revision",  "kind",
-                                                               "body",   "source",    "expires_at"};
+static const char *const azColumn[ELIGIBLE_N_TABLE_COLUMNS] = {
+    "tenant", "revision", "expires_at", "record_id", "kind", "body", "source"};
 
 static int columnsToRead(sqlite3_uint64 colUsed) {
   int mask = (int)(colUsed & ((1u << ELIGIBLE_N_TABLE_COLUMNS) - 1));
@@ -106,8 +106,8 @@ static int eligibleConnect(sqlite3 *db, void *pAux, int argc, const char *const 
   (void)argc;
   (void)pzErr;
   rc = sqlite3_declare_vtab(db,
-                            "CREATE TABLE x(tenant TEXT, record_id TEXT, revision TEXT, kind TEXT,"
-                            " body TEXT, source TEXT, expires_at INTEGER,"
+                            "CREATE TABLE x(tenant TEXT, revision TEXT, expires_at INTEGER, record_id TEXT,"
+                            " kind TEXT, body TEXT, source TEXT,"
                             " scope_tenant HIDDEN, scope_revision HIDDEN, scope_now HIDDEN)");
   if (rc != SQLITE_OK) return rc;
   pNew = sqlite3_malloc(sizeof(*pNew));

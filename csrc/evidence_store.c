@@ -465,3 +465,25 @@ int evidence_store_candidates(EvidenceStore *p, const char *tenant, size_t tenan
   if (rc == SQLITE_OK) (*out)->eligible_count = (int64_t)(*out)->n_rows;
   return rc;
 }
+
+int evidence_store_backup(EvidenceStore *p, const char *dest_path) {
+  sqlite3 *pDest = 0;
+  sqlite3_backup *pBackup;
+  int rc = sqlite3_open_v2(dest_path, &pDest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 0);
+  if (rc != SQLITE_OK) {
+    storeError(p, rc, pDest ? sqlite3_errmsg(pDest) : sqlite3_errstr(rc));
+    sqlite3_close(pDest);
+    return rc;
+  }
+  pBackup = sqlite3_backup_init(pDest, "main", p->db, "main");
+  if (pBackup == 0) {
+    rc = storeError(p, sqlite3_errcode(pDest), sqlite3_errmsg(pDest));
+  } else {
+    rc = sqlite3_backup_step(pBackup, -1);
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    sqlite3_backup_finish(pBackup);
+    if (rc != SQLITE_OK) storeError(p, rc, sqlite3_errstr(rc));
+  }
+  sqlite3_close(pDest);
+  return rc;
+}

@@ -103,6 +103,11 @@ int evidence_store_retrieve(EvidenceStore *store, const char *tenant, size_t ten
 int evidence_store_candidates(EvidenceStore *store, const char *tenant, size_t tenant_len,
                               const char *revision, size_t revision_len, int64_t now, EvidenceRows **out);
 void evidence_rows_free(EvidenceRows *rows);
+
+/* Copies the whole database into a new file at the UTF-8 path dest_path, as one
+** consistent snapshot (SQLite's online backup, all pages in one step, so writers
+** on other connections may commit meanwhile without tearing the copy). */
+int evidence_store_backup(EvidenceStore *store, const char *dest_path);
 /* END CDEF */
 
 #endif /* EVIDENCE_STORE_H */

@@ -15,6 +15,7 @@ from .errors import (
 )
 from .loadable import load, loadable_path
 from .records import KINDS, Candidate, Hit, QueryResult, Record, Retrieval
+from .scoped import ScopedStore
 from .scoring import Scorer, TokenScorer
 from .store import EvidenceStore, native_available
 from .tokens import token_overlap
@@ -32,6 +33,7 @@ __all__ = [
     "Record",
     "Retrieval",
     "SchemaError",
+    "ScopedStore",
     "Scorer",
     "ScorerError",
     "StoreError",

@@ -11,8 +11,8 @@ KINDS = ("working", "incident", "runbook")
 
 @dataclass(frozen=True)
 class Record:
-    """One stored record, as validated by put(). The fields are in the evidence
-    table's column order, which the engines rely on to bind them."""
+    """One stored record, as validated by put(). The engines bind the fields in this
+    order: it is the column order of their INSERT statements."""
 
     tenant: str
     record_id: str

@@ -14,6 +14,7 @@ from . import validation
 from .engines.python_engine import PythonEngine
 from .errors import EngineUnavailableError, StoreError, ValidationError
 from .records import QueryResult, Record, Retrieval
+from .scoped import ScopedStore
 from .scoring import Scorer, TokenScorer, rank
 
 ENGINES = ("auto", "native", "python")
@@ -174,6 +175,26 @@ class EvidenceStore:
         tenant, record_id = validation.record_key(tenant=tenant, record_id=record_id)
         with self._engine_locked() as engine:
             return bool(engine.forget(tenant, record_id))
+
+    def backup(self, dest: str | os.PathLike[str]) -> None:
+        """Copy the whole database to a new file ``dest`` as one consistent snapshot,
+        while other connections keep writing (SQLite's online backup API). ``dest``
+        must not exist yet: a backup never overwrites a file."""
+        if not isinstance(dest, (str, os.PathLike)) or "\x00" in os.fsdecode(dest):
+            raise ValidationError("dest", "must be a file path without NUL characters")
+        target = os.fsdecode(dest)
+        if target == ":memory:" or os.path.exists(target):
+            raise ValidationError("dest", f"{target} already exists (or is not a file); name a new file")
+        with self._engine_locked() as engine:
+            engine.backup(target)
+
+    def scoped(self, *, tenant: str) -> ScopedStore:
+        """A handle bound to ``tenant`` whose methods take no tenant argument at all.
+
+        Make it where the caller's authenticated identity is known, and give only
+        the handle to code that acts on model output (see pyevidence.tool).
+        """
+        return ScopedStore(self, tenant)
 
     def close(self) -> None:
         with self._lock:

@@ -145,7 +145,8 @@ def test_relation_equals_the_python_predicate(conn: Any) -> None:
         for rev in ("v1", "v2"):
             for expiry in (0, 5, 6, 9):
                 conn.execute(
-                    "INSERT INTO evidence VALUES (?, ?, ?, 'working', 'b', 's', ?)",
+                    "INSERT INTO evidence (tenant, record_id, revision, kind, body, source, expires_at)"
+                    " VALUES (?, ?, ?, 'working', 'b', 's', ?)",
                     (tenant, f"{rev}-{expiry}", rev, expiry),
                 )
     for tenant in ("team-a", "team-b", "team-c"):

@@ -130,6 +130,9 @@ class NativeEngine:
         finally:
             lib.evidence_rows_free(out[0])
 
+    def backup(self, dest: str) -> None:
+        self._check(lib.evidence_store_backup(self._store, os.fsencode(dest)), "backup")
+
     def close(self) -> None:
         if self._store != ffi.NULL:
             lib.evidence_store_close(self._store)

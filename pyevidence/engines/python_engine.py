@@ -76,6 +76,14 @@ class PythonEngine:
             rows = self._conn.execute(schema.ELIGIBLE_SQL, (tenant, revision, now)).fetchall()
         return [Candidate(*row) for row in rows]
 
+    def backup(self, dest: str) -> None:
+        with _sqlite_errors("backup"):
+            target = sqlite3.connect(dest)
+            try:
+                self._conn.backup(target)  # all pages in one step: one consistent snapshot
+            finally:
+                target.close()
+
     def close(self) -> None:
         self._conn.close()
 

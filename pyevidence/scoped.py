@@ -1,0 +1,67 @@
+"""A store handle bound to one tenant: the deployment boundary for agents.
+
+The tenant must come from the caller's authenticated identity, never from text
+a model produced. A ScopedStore is made once, where the identity is known, and
+handed to the code that acts on model output: none of its methods takes a
+tenant, so no argument can reach another tenant's records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from . import validation
+from .errors import ValidationError
+from .records import Retrieval
+from .scoring import Scorer
+
+if TYPE_CHECKING:
+    from .store import EvidenceStore
+
+
+class ScopedStore:
+    """put / put_many / retrieve / forget of one tenant's records. Make it with
+    ``EvidenceStore.scoped(tenant=...)``."""
+
+    def __init__(self, store: EvidenceStore, tenant: str) -> None:
+        self._store = store
+        self._tenant = validation.text("tenant", tenant)
+
+    @property
+    def tenant(self) -> str:
+        return self._tenant
+
+    def put(
+        self, *, record_id: str, revision: str, kind: str, body: str, source: str, expires_at: int
+    ) -> None:
+        self._store.put(
+            tenant=self._tenant,
+            record_id=record_id,
+            revision=revision,
+            kind=kind,
+            body=body,
+            source=source,
+            expires_at=expires_at,
+        )
+
+    def put_many(self, records: Iterable[Mapping[str, Any]]) -> int:
+        """Like EvidenceStore.put_many, with records that carry no tenant at all."""
+        if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
+            raise ValidationError("records", "must be an iterable of records (mappings)")
+        bound = []
+        for index, item in enumerate(records):
+            if isinstance(item, Mapping) and "tenant" in item:
+                raise ValidationError(f"records[{index}]", "a scoped store takes no tenant field")
+            bound.append({**item, "tenant": self._tenant} if isinstance(item, Mapping) else item)
+        return self._store.put_many(bound)
+
+    def retrieve(
+        self, *, revision: str, query: str, now: int, limit: int = 5, scorer: Scorer | None = None
+    ) -> Retrieval:
+        return self._store.retrieve(
+            tenant=self._tenant, revision=revision, query=query, now=now, limit=limit, scorer=scorer
+        )
+
+    def forget(self, *, record_id: str) -> bool:
+        return self._store.forget(tenant=self._tenant, record_id=record_id)

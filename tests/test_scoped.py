@@ -1,0 +1,108 @@
+"""The trusted scope: a handle bound to one tenant, and an agent tool with no tenant field."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any
+
+import pytest
+from helpers import record
+from hypothesis import HealthCheck, given, settings
+from strategies import any_text
+
+from pyevidence import EvidenceStore, ScopedStore, ValidationError
+from pyevidence.tool import NO_EVIDENCE, RETRIEVE_TOOL, run_retrieve_tool
+
+OTHER_BODY = "team-b secret: queue lag runbook"
+
+
+@pytest.fixture
+def shared(store: EvidenceStore) -> EvidenceStore:
+    store.put(**record(tenant="team-a", record_id="mine", body="team-a queue lag runbook"))
+    for rid in ("mine", "other", "' OR 1=1 --", "%"):
+        store.put(**record(tenant="team-b", record_id=rid, body=OTHER_BODY))
+    return store
+
+
+def test_no_method_of_a_scoped_store_takes_a_tenant() -> None:
+    for name in ("put", "put_many", "retrieve", "forget"):
+        assert "tenant" not in inspect.signature(getattr(ScopedStore, name)).parameters, name
+
+
+def test_scoped_handle_reads_and_writes_its_own_tenant(shared: EvidenceStore) -> None:
+    mine = shared.scoped(tenant="team-a")
+    mine.put(record_id="new", revision="v1", kind="working", body="queue note", source="s", expires_at=9)
+    assert [h.record_id for h in mine.retrieve(revision="v1", query="queue", now=0, limit=10)] == [
+        "mine",
+        "new",
+    ]
+    assert mine.forget(record_id="mine") is True
+    assert shared.retrieve(tenant="team-b", revision="v1", query="", now=-1).eligible_count == 4
+
+
+# The fixture's store is shared by the examples on purpose: whatever one example
+# forgets, team-b's four records must survive all of them.
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(record_id=any_text, revision=any_text, query=any_text)
+def test_scoped_handle_never_reaches_another_tenant(
+    shared: EvidenceStore, record_id: str, revision: str, query: str
+) -> None:
+    mine = shared.scoped(tenant="team-a")
+    try:
+        hits = mine.retrieve(revision=revision, query=query + " queue lag", now=0, limit=10)
+    except ValidationError:
+        hits = ()
+    assert all(h.body != OTHER_BODY for h in hits)
+    try:
+        mine.forget(record_id=record_id)
+    except ValidationError:
+        pass
+    assert shared.retrieve(tenant="team-b", revision="v1", query="", now=-1).eligible_count == 4
+
+
+def test_scoped_put_many_refuses_a_tenant_field(shared: EvidenceStore) -> None:
+    mine = shared.scoped(tenant="team-a")
+    fields = {k: v for k, v in record(record_id="x").items() if k != "tenant"}
+    with pytest.raises(ValidationError) as info:
+        mine.put_many([fields, {**fields, "tenant": "team-b"}])
+    assert info.value.field == "records[1]"
+    assert mine.put_many([fields]) == 1
+    assert shared.retrieve(tenant="team-b", revision="v1", query="", now=-1).eligible_count == 4
+
+
+def test_scoped_tenant_is_validated(store: EvidenceStore) -> None:
+    with pytest.raises(ValidationError, match="tenant"):
+        store.scoped(tenant=" ")
+
+
+def test_tool_description_has_no_tenant_anywhere() -> None:
+    text = json.dumps(RETRIEVE_TOOL).lower()
+    assert "tenant" not in text
+    assert RETRIEVE_TOOL["input_schema"]["additionalProperties"] is False
+    assert set(RETRIEVE_TOOL["input_schema"]["properties"]) == {"query", "limit"}
+
+
+def test_tool_returns_cited_hits_of_the_bound_tenant(shared: EvidenceStore) -> None:
+    out = run_retrieve_tool(shared.scoped(tenant="team-a"), {"query": "queue lag"}, revision="v1", now=0)
+    assert [h["citation"] for h in out["hits"]] == ["runbook://queue/v1"]
+    assert out["eligible_count"] == 1 and "note" not in out
+    empty = run_retrieve_tool(shared.scoped(tenant="team-a"), {"query": "latency"}, revision="v1", now=0)
+    assert empty == {"hits": [], "eligible_count": 1, "note": NO_EVIDENCE}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"query": "queue", "tenant": "team-b"}, "arguments"),
+        ({"query": "queue", "revision": "v2"}, "arguments"),
+        ({}, "arguments.query"),
+        ({"query": ""}, "query"),
+        ({"query": "q", "limit": 50}, "limit"),
+        (["queue"], "arguments"),
+    ],
+)
+def test_tool_rejects_arguments_outside_its_schema(shared: EvidenceStore, arguments: Any, field: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        run_retrieve_tool(shared.scoped(tenant="team-a"), arguments, revision="v1", now=0)
+    assert info.value.field == field
