@@ -13,6 +13,7 @@ from .errors import (
     StoreError,
     ValidationError,
 )
+from .limits import Limits
 from .loadable import load, loadable_path
 from .records import KINDS, Candidate, Hit, QueryResult, Record, Retrieval
 from .scoped import ScopedStore
@@ -29,6 +30,7 @@ __all__ = [
     "EvidenceError",
     "EvidenceStore",
     "Hit",
+    "Limits",
     "QueryResult",
     "Record",
     "Retrieval",

@@ -13,6 +13,7 @@ from typing import Any
 from . import validation
 from .engines.python_engine import PythonEngine
 from .errors import EngineUnavailableError, StoreError, ValidationError
+from .limits import DEFAULT_LIMITS, Limits
 from .records import QueryResult, Record, Retrieval
 from .scoped import ScopedStore
 from .scoring import Scorer, TokenScorer, rank
@@ -55,16 +56,22 @@ class EvidenceStore:
     ``path`` is a file (created with the schema if absent, reopened with its data
     intact otherwise) or ``":memory:"``. ``engine`` is ``"python"``, ``"native"`` or
     ``"auto"`` (native when built, else python); ``store.engine`` tells which one
-    runs. A store may be shared between threads: calls on one store are
-    serialised by a lock. Use it as a context manager or call ``close()``.
+    runs. ``limits`` caps the size of texts it accepts (see Limits). A store may
+    be shared between threads: calls on one store are serialised by a lock. Use
+    it as a context manager or call ``close()``.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, engine: str = "auto") -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, engine: str = "auto", limits: Limits = DEFAULT_LIMITS
+    ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise ValidationError("path", f"must be a file path or ':memory:', got {type(path).__name__}")
         if "\x00" in os.fsdecode(path):
             # C would silently open the path cut at the NUL; refuse it instead.
             raise ValidationError("path", "must not contain NUL characters")
+        if not isinstance(limits, Limits):
+            raise ValidationError("limits", f"must be a pyevidence.Limits, got {type(limits).__name__}")
+        self._limits = limits
         self._engine = _open_engine(path, engine)
         self._lock = threading.Lock()
         self._closed = False
@@ -100,6 +107,7 @@ class EvidenceStore:
             body=body,
             source=source,
             expires_at=expires_at,
+            limits=self._limits,
         )
         with self._engine_locked() as engine:
             engine.put(record)
@@ -113,7 +121,7 @@ class EvidenceStore:
         later record with the same (tenant, record_id) replaces an earlier one, as
         separate puts would. Returns the number of records written.
         """
-        checked = validation.records(records)
+        checked = validation.records(records, self._limits)
         with self._engine_locked() as engine:
             engine.put_many(checked)
         return len(checked)
@@ -136,8 +144,10 @@ class EvidenceStore:
         scorer (default: TokenScorer, lexical overlap). An empty result means no
         evidence was found, not that no problem exists.
         """
-        tenant, revision, now = validation.scope(tenant=tenant, revision=revision, now=now)
-        query = validation.query(query)
+        tenant, revision, now = validation.scope(
+            tenant=tenant, revision=revision, now=now, limits=self._limits
+        )
+        query = validation.query(query, self._limits)
         limit = validation.limit(limit)
         if scorer is not None and not callable(getattr(scorer, "score", None)):
             raise ValidationError("scorer", "must have a score(query, body) method")
@@ -172,7 +182,7 @@ class EvidenceStore:
 
     def forget(self, *, tenant: str, record_id: str) -> bool:
         """Delete record ``record_id`` of ``tenant`` only; True when a row was deleted."""
-        tenant, record_id = validation.record_key(tenant=tenant, record_id=record_id)
+        tenant, record_id = validation.record_key(tenant=tenant, record_id=record_id, limits=self._limits)
         with self._engine_locked() as engine:
             return bool(engine.forget(tenant, record_id))
 

@@ -12,7 +12,9 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from .errors import ValidationError
+from .limits import DEFAULT_LIMITS, Limits
 from .records import KINDS, Record
+from .tokens import tokens
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -20,19 +22,30 @@ LIMIT_MIN = 1
 LIMIT_MAX = 10
 
 
-def text(field: str, value: Any, *, allow_empty: bool = False) -> str:
-    """A str that SQLite can store as UTF-8; non-empty after stripping unless allowed."""
+def text(field: str, value: Any, *, allow_empty: bool = False, max_bytes: int | None = None) -> str:
+    """A str that SQLite can store as UTF-8, of at most max_bytes bytes of it;
+    non-empty after stripping unless allowed."""
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a string, got {type(value).__name__}")
+    if max_bytes is not None and len(value) > max_bytes:  # cheap first: UTF-8 is never shorter
+        _too_long(field, len(value.encode("utf-8", "surrogatepass")), max_bytes)
     if not allow_empty and not value.strip():
         raise ValidationError(field, "must not be empty or only whitespace")
     try:
-        value.encode("utf-8")
+        size = len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise ValidationError(
             field, f"is not valid Unicode text (lone surrogate at index {exc.start})"
         ) from None
+    if max_bytes is not None and size > max_bytes:
+        _too_long(field, size, max_bytes)
     return value
+
+
+def _too_long(field: str, size: int, limit: int) -> None:
+    raise ValidationError(
+        field, f"is {size:,} bytes of UTF-8, over this store's limit of {limit:,} (see Limits)"
+    )
 
 
 def integer(field: str, value: Any, *, minimum: int, maximum: int) -> int:
@@ -59,15 +72,17 @@ def record(
     body: Any,
     source: Any,
     expires_at: Any,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Record:
     """Validate put() arguments, in signature order, and return the Record to store."""
+    field_bytes = limits.max_field_bytes
     return Record(
-        tenant=text("tenant", tenant),
-        record_id=text("record_id", record_id),
-        revision=text("revision", revision),
+        tenant=text("tenant", tenant, max_bytes=field_bytes),
+        record_id=text("record_id", record_id, max_bytes=field_bytes),
+        revision=text("revision", revision, max_bytes=field_bytes),
         kind=record_kind(kind),
-        body=text("body", body),
-        source=text("source", source),
+        body=text("body", body, max_bytes=limits.max_body_bytes),
+        source=text("source", source, max_bytes=field_bytes),
         expires_at=integer("expires_at", expires_at, minimum=0, maximum=INT64_MAX),
     )
 
@@ -75,7 +90,7 @@ def record(
 RECORD_FIELDS = tuple(f.name for f in fields(Record))
 
 
-def records(items: Any) -> list[Record]:
+def records(items: Any, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
     """Validate every record of put_many() before anything is written.
 
     Each item is a Record or a mapping with exactly put()'s keyword arguments.
@@ -99,33 +114,43 @@ def records(items: Any) -> list[Record]:
         if problems:
             raise ValidationError(where, "; ".join(problems))
         try:
-            checked.append(record(**values))
+            checked.append(record(**values, limits=limits))
         except ValidationError as exc:
             raise ValidationError(f"{where}.{exc.field}", exc.reason) from None
     return checked
 
 
-def scope(*, tenant: Any, revision: Any, now: Any) -> tuple[str, str, int]:
+def scope(*, tenant: Any, revision: Any, now: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str, int]:
     """Validate the eligibility arguments of retrieve()."""
     return (
-        text("tenant", tenant),
-        text("revision", revision),
+        text("tenant", tenant, max_bytes=limits.max_field_bytes),
+        text("revision", revision, max_bytes=limits.max_field_bytes),
         integer("now", now, minimum=INT64_MIN, maximum=INT64_MAX),
     )
 
 
-def query(value: Any) -> str:
-    """Any string is a query; one without tokens simply matches nothing lexically."""
-    return text("query", value, allow_empty=True)
+def query(value: Any, limits: Limits = DEFAULT_LIMITS) -> str:
+    """Any string within the limits is a query; one without tokens matches nothing lexically."""
+    checked = text("query", value, allow_empty=True, max_bytes=limits.max_query_bytes)
+    count = len(tokens(checked))
+    if count > limits.max_query_tokens:
+        raise ValidationError(
+            "query",
+            f"has {count:,} tokens, over this store's limit of {limits.max_query_tokens:,} (see Limits)",
+        )
+    return checked
 
 
 def limit(value: Any) -> int:
     return integer("limit", value, minimum=LIMIT_MIN, maximum=LIMIT_MAX)
 
 
-def record_key(*, tenant: Any, record_id: Any) -> tuple[str, str]:
+def record_key(*, tenant: Any, record_id: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str]:
     """Validate the (tenant, record_id) pair that names one record."""
-    return text("tenant", tenant), text("record_id", record_id)
+    return (
+        text("tenant", tenant, max_bytes=limits.max_field_bytes),
+        text("record_id", record_id, max_bytes=limits.max_field_bytes),
+    )
 
 
 def sql_params(params: Any) -> list[Any]:

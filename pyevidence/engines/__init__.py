@@ -1,9 +1,9 @@
 """The storage engines behind EvidenceStore. Each one offers the same methods:
 
-- ``put(record)``, ``forget(tenant, record_id) -> bool``
-- ``candidates(tenant, revision, now) -> list[Candidate]``: the eligible rows only
-- ``close()``
+- ``put(record)``, ``put_many(records)`` (one transaction), ``forget(tenant, record_id) -> bool``
+- ``candidates(tenant, revision, now) -> list[Candidate]``: the eligible rows only, by record_id
+- ``backup(dest)``, ``close()``
 
-An engine may also offer ``rank_by_tokens(...)`` to run the default token ranking
-itself (the native engine does it inside SQLite).
+The native engine also offers ``rank_by_tokens(...)``, the default token ranking run
+inside SQLite, and ``run(sql, params, read_only=...)`` for store.query().
 """
