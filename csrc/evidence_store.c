@@ -60,13 +60,15 @@ static int storeDbError(EvidenceStore *p, int rc) {
   return storeError(p, rc, p->db ? sqlite3_errmsg(p->db) : sqlite3_errstr(rc));
 }
 
-int evidence_store_open(const char *path, EvidenceStore **out) {
+int evidence_store_open(const char *path, int read_only, EvidenceStore **out) {
+  const int flags =
+      (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_FULLMUTEX;
   EvidenceStore *p = sqlite3_malloc(sizeof(*p));
   int rc;
   *out = p;
   if (p == 0) return SQLITE_NOMEM;
   memset(p, 0, sizeof(*p));
-  rc = sqlite3_open_v2(path, &p->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, 0);
+  rc = sqlite3_open_v2(path, &p->db, flags, 0);
   if (rc == SQLITE_OK) rc = sqlite3_extended_result_codes(p->db, 1);
   if (rc == SQLITE_OK) rc = evidenceRegisterWithStats(p->db, &p->pStats);
   return rc == SQLITE_OK ? SQLITE_OK : storeDbError(p, rc);

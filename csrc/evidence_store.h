@@ -64,10 +64,10 @@ typedef struct EvidenceRows {
   int64_t eligible_count; /* records in scope before scoring */
 } EvidenceRows;
 
-/* Opens (creating if absent) the database at the UTF-8 path and registers
-** token_overlap() and evidence_eligible on it. *out is set even on failure,
-** so the error message can be read; close it in every case. */
-int evidence_store_open(const char *path, EvidenceStore **out);
+/* Opens the database at the UTF-8 path (read_only: as it is; otherwise created
+** if absent) and registers token_overlap() and evidence_eligible on it. *out is
+** set even on failure, so the error message can be read; close it in every case. */
+int evidence_store_open(const char *path, int read_only, EvidenceStore **out);
 void evidence_store_close(EvidenceStore *store);
 const char *evidence_store_errmsg(EvidenceStore *store);
 

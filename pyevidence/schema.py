@@ -55,13 +55,17 @@ def schema_sql() -> str:
     return resources.files(__package__).joinpath("schema.sql").read_text(encoding="utf-8")
 
 
-def prepare(query: Query, script: Script, where: str) -> None:
-    """Make a fresh connection ready: settings, then the schema check (see ensure)."""
+def prepare(query: Query, script: Script, where: str, *, read_only: bool = False) -> None:
+    """Make a fresh connection ready: settings, then the schema check (see ensure).
+    A read-only connection changes nothing: no schema creation, no journal mode."""
     for pragma in _BEFORE_CHECK:
         query(pragma)
+    if read_only and _version(query) == 0:
+        raise SchemaError(f"{where} has no pyevidence schema, and a read-only store cannot create one")
     ensure(query, script, where)
     for pragma in _AFTER_CHECK:
-        query(pragma)
+        if not (read_only and "journal_mode" in pragma):
+            query(pragma)
 
 
 def ensure(query: Query, script: Script, where: str) -> None:

@@ -42,12 +42,12 @@ def native_available() -> bool:
     return True
 
 
-def _open_engine(path: str | os.PathLike[str], engine: str) -> Any:
+def _open_engine(path: str | os.PathLike[str], engine: str, read_only: bool) -> Any:
     if not isinstance(engine, str) or engine not in ENGINES:
         raise ValidationError("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}")
     if engine == "python" or (engine == "auto" and not native_available()):
-        return PythonEngine(path)
-    return _native_engine_class()(path)
+        return PythonEngine(path, read_only=read_only)
+    return _native_engine_class()(path, read_only=read_only)
 
 
 class EvidenceStore:
@@ -56,13 +56,20 @@ class EvidenceStore:
     ``path`` is a file (created with the schema if absent, reopened with its data
     intact otherwise) or ``":memory:"``. ``engine`` is ``"python"``, ``"native"`` or
     ``"auto"`` (native when built, else python); ``store.engine`` tells which one
-    runs. ``limits`` caps the size of texts it accepts (see Limits). A store may
+    runs. ``limits`` caps the size of texts it accepts (see Limits). With
+    ``read_only=True`` an existing store is opened as it is: retrieve, query and
+    backup work, put, put_many and forget raise StoreError. A store may
     be shared between threads: calls on one store are serialised by a lock. Use
     it as a context manager or call ``close()``.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, engine: str = "auto", limits: Limits = DEFAULT_LIMITS
+        self,
+        path: str | os.PathLike[str],
+        *,
+        engine: str = "auto",
+        limits: Limits = DEFAULT_LIMITS,
+        read_only: bool = False,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise ValidationError("path", f"must be a file path or ':memory:', got {type(path).__name__}")
@@ -71,10 +78,20 @@ class EvidenceStore:
             raise ValidationError("path", "must not contain NUL characters")
         if not isinstance(limits, Limits):
             raise ValidationError("limits", f"must be a pyevidence.Limits, got {type(limits).__name__}")
+        if not isinstance(read_only, bool):
+            raise ValidationError("read_only", f"must be True or False, got {read_only!r}")
+        if read_only and os.fspath(path) == ":memory:":
+            raise ValidationError("read_only", "an in-memory database cannot be opened read-only")
         self._limits = limits
-        self._engine = _open_engine(path, engine)
+        self._read_only = read_only
+        self._engine = _open_engine(path, engine, read_only)
         self._lock = threading.Lock()
         self._closed = False
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this store was opened read-only: retrieve works, writes are refused."""
+        return self._read_only
 
     @property
     def engine(self) -> str:
@@ -109,6 +126,7 @@ class EvidenceStore:
             expires_at=expires_at,
             limits=self._limits,
         )
+        self._writable("put")
         with self._engine_locked() as engine:
             engine.put(record)
 
@@ -122,6 +140,7 @@ class EvidenceStore:
         separate puts would. Returns the number of records written.
         """
         checked = validation.records(records, self._limits)
+        self._writable("put_many")
         with self._engine_locked() as engine:
             engine.put_many(checked)
         return len(checked)
@@ -183,6 +202,7 @@ class EvidenceStore:
     def forget(self, *, tenant: str, record_id: str) -> bool:
         """Delete record ``record_id`` of ``tenant`` only; True when a row was deleted."""
         tenant, record_id = validation.record_key(tenant=tenant, record_id=record_id, limits=self._limits)
+        self._writable("forget")
         with self._engine_locked() as engine:
             return bool(engine.forget(tenant, record_id))
 
@@ -222,6 +242,10 @@ class EvidenceStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def _writable(self, operation: str) -> None:
+        if self._read_only:
+            raise StoreError(f"{operation} refused: this store was opened read-only (read_only=True)")
 
     @contextmanager
     def _engine_locked(self) -> Iterator[Any]:

@@ -164,7 +164,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s SCHEMA.sql\n", argv[0]);
     return 2;
   }
-  CHECK(evidence_store_open(":memory:", &p) == 0);
+  CHECK(evidence_store_open(":memory:", 0, &p) == 0);
   CHECK(evidence_store_exec(p, zSchema, strlen(zSchema)) == 0);
   free(zSchema);
   testRetrieve(p);
@@ -173,7 +173,7 @@ int main(int argc, char **argv) {
   evidence_store_close(p);
 
   /* A failed open still hands back a store to read the error from, and to close. */
-  CHECK(evidence_store_open("/nonexistent-dir/x.db", &p) != 0);
+  CHECK(evidence_store_open("/nonexistent-dir/x.db", 0, &p) != 0);
   CHECK(p != 0 && strstr(evidence_store_errmsg(p), "unable to open") != 0);
   evidence_store_close(p);
 

@@ -36,16 +36,16 @@ def _utf8(text: str) -> bytes:
 class NativeEngine:
     name = "native"
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
         self._where = os.fspath(path)
         handle = ffi.new("EvidenceStore **")
-        rc = lib.evidence_store_open(os.fsencode(self._where), handle)
+        rc = lib.evidence_store_open(os.fsencode(self._where), int(read_only), handle)
         self._store = handle[0]
         # While opening, every failure is reported as a failure to open this file.
         self._opening: str | None = f"opening {self._where}"
         try:
             self._check(rc, "open")
-            schema.prepare(self.query, self._script, self._where)
+            schema.prepare(self.query, self._script, self._where, read_only=read_only)
         except BaseException:
             self.close()
             raise

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import astuple
@@ -30,15 +31,17 @@ _FORGET_SQL = "DELETE FROM evidence WHERE tenant = ? AND record_id = ?"
 class PythonEngine:
     name = "python"
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
         where = os.fspath(path)
+        # A read-only open goes through a URI, the only way sqlite3 passes SQLITE_OPEN_READONLY.
+        target = f"file:{urllib.parse.quote(os.path.abspath(where))}?mode=ro" if read_only else where
         with _sqlite_errors(f"opening {where}"):
             # isolation_level=None: no implicit transactions; every statement
             # commits on its own unless we BEGIN explicitly.
-            self._conn = sqlite3.connect(where, isolation_level=None, check_same_thread=False)
+            self._conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, uri=read_only)
         try:
             with _sqlite_errors(f"opening {where}"):
-                schema.prepare(self._query, self._script, where)
+                schema.prepare(self._query, self._script, where, read_only=read_only)
         except BaseException:
             self._conn.close()
             raise
