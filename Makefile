@@ -33,7 +33,7 @@ VALGRIND    := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-lea
 REQUIRE_NATIVE ?= 1
 export HYPOTHESIS_PROFILE ?= dev
 
-.PHONY: demo test test-py test-c test-asan test-valgrind test-leaks ext bench bench-overlap lint format clean
+.PHONY: demo test test-py test-c test-asan test-valgrind test-leaks test-crash test-load ext bench bench-overlap lint format clean
 
 ## demo: install the package into .venv and run the demonstration
 demo: $(VENV)/.installed
@@ -65,6 +65,14 @@ build/bench_overlap: $(EXT_SOURCES) $(C_HEADERS) csrc/test/bench_overlap.c | bui
 $(VENV)/.installed-bench: $(VENV)/bin/python $(BUILD_INPUTS)
 	$(PIP) install -e '.[bench]'
 	touch $@
+
+## test-crash: the SIGKILL crash test, long (make test runs it with 24 kills)
+test-crash: $(VENV)/.installed-dev
+	CRASH_KILLS=$${CRASH_KILLS:-400} $(PY) -m pytest -q -s tests/test_crash.py
+
+## test-load: the concurrent load test, long (make test runs it for 4 s)
+test-load: $(VENV)/.installed-dev
+	LOAD_SECONDS=$${LOAD_SECONDS:-60} $(PY) -m pytest -q -s tests/test_load.py
 
 ## ext: the loadable extension, for `.load build/evidence` in the sqlite3 shell
 ext: build/evidence.$(EXT_SUFFIX)
