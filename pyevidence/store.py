@@ -187,8 +187,7 @@ class EvidenceStore:
         For Pythons whose sqlite3 cannot load extensions. A statement that could
         write is refused (use put, put_many and forget). Needs the native engine.
         """
-        if not isinstance(sql, str):
-            raise ValidationError("sql", f"must be a string, got {type(sql).__name__}")
+        sql = validation.text("sql", sql, allow_empty=True)
         values = validation.sql_params(params)
         with self._engine_locked() as engine:
             if not hasattr(engine, "run"):
