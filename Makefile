@@ -33,14 +33,14 @@ VALGRIND    := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-lea
 REQUIRE_NATIVE ?= 1
 export HYPOTHESIS_PROFILE ?= dev
 
-.PHONY: demo test test-py test-c test-asan test-valgrind test-leaks test-crash test-load ext bench bench-overlap lint format clean
+.PHONY: demo test test-py test-c test-asan test-valgrind test-leaks test-crash test-load fuzz fuzz-quick ext bench bench-overlap lint format clean
 
 ## demo: install the package into .venv and run the demonstration
 demo: $(VENV)/.installed
 	$(VENV)/bin/pyevidence demo
 
 ## test: every check that must pass before anything lands
-test: lint test-c test-asan test-valgrind test-leaks test-py
+test: lint test-c test-asan test-valgrind test-leaks fuzz-quick test-py
 
 test-py: $(VENV)/.installed-dev
 	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) $(PY) -m pytest -q
@@ -73,6 +73,28 @@ test-crash: $(VENV)/.installed-dev
 ## test-load: the concurrent load test, long (make test runs it for 4 s)
 test-load: $(VENV)/.installed-dev
 	LOAD_SECONDS=$${LOAD_SECONDS:-60} $(PY) -m pytest -q -s tests/test_load.py
+
+## fuzz-quick / fuzz: libFuzzer (with ASan+UBSan) on token_overlap and on evidence_eligible's
+## arguments, FUZZ_SECONDS each (30 in make test; `make fuzz` runs 600). Needs clang with libFuzzer
+## (Debian: apt-get install clang-14 libclang-rt-14-dev). The corpus grows in build/corpus.
+FUZZ_TARGETS := token_overlap eligible
+CLANG ?= $(shell command -v clang-14 || command -v clang || echo clang-14)
+FUZZ_SECONDS ?= 30
+
+fuzz-quick: $(FUZZ_TARGETS:%=build/fuzz_%)
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build/corpus/$$t; \
+	  build/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
+	    -artifact_prefix=build/ build/corpus/$$t csrc/test/fuzz-seeds/$$t > build/fuzz_$$t.log 2>&1; \
+	  rc=$$?; grep -E "^stat::number_of_executed_units" build/fuzz_$$t.log | sed "s/^/fuzz_$$t: /"; \
+	  if [ $$rc -ne 0 ]; then tail -40 build/fuzz_$$t.log; exit 1; fi; \
+	done
+
+fuzz:
+	$(MAKE) fuzz-quick FUZZ_SECONDS=$${FUZZ_SECONDS:-600}
+
+build/fuzz_%: csrc/test/fuzz_%.c $(EXT_SOURCES) $(C_HEADERS) | build
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -DSQLITE_CORE -o $@ $< $(EXT_SOURCES) -lsqlite3
 
 ## ext: the loadable extension, for `.load build/evidence` in the sqlite3 shell
 ext: build/evidence.$(EXT_SUFFIX)
