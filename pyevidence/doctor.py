@@ -17,7 +17,7 @@ def report() -> dict[str, Any]:
     native_sqlite = None
     try:
         with EvidenceStore(":memory:", engine="native") as store:
-            native_sqlite = store._engine.query("SELECT sqlite_version()")[0][0]
+            native_sqlite = store.query("SELECT sqlite_version()")[0][0]
     except EvidenceError as exc:
         native_error = str(exc)
     try:

@@ -51,9 +51,14 @@ class ScopedStore:
             raise ValidationError("records", "must be an iterable of records (mappings)")
         bound = []
         for index, item in enumerate(records):
-            if isinstance(item, Mapping) and "tenant" in item:
+            # A Record carries its own tenant, so only plain mappings are taken here.
+            if not isinstance(item, Mapping):
+                raise ValidationError(
+                    f"records[{index}]", "must be a mapping of put()'s fields, without tenant"
+                )
+            if "tenant" in item:
                 raise ValidationError(f"records[{index}]", "a scoped store takes no tenant field")
-            bound.append({**item, "tenant": self._tenant} if isinstance(item, Mapping) else item)
+            bound.append({**item, "tenant": self._tenant})
         return self._store.put_many(bound)
 
     def retrieve(

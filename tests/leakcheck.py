@@ -35,11 +35,11 @@ def main(rounds: int) -> None:
                     )
                     store.retrieve(tenant="t", revision="v", query="queue lag", now=n // 2, limit=10)
                     store.retrieve(tenant="t", revision="v", query="q", now=0, scorer=Length())
-                    store._engine.query("SELECT ?, ?, ?, ?", [1, 2.5, "x", b"\x00"])
+                    store.query("SELECT ?, ?, ?, ?", [1, 2.5, "x", b"\x00"])
                     if n % 7 == 0:
                         store.forget(tenant="t", record_id=f"r{n % 50}")
                 try:
-                    store._engine.query("SELECT * FROM no_such_table")
+                    store.query("SELECT * FROM no_such_table")
                 except StoreError:
                     pass
         (Path(tmp) / "junk.db").write_bytes(b"not a database" * 100)

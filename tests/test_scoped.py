@@ -11,7 +11,7 @@ from helpers import record
 from hypothesis import HealthCheck, given, settings
 from strategies import any_text
 
-from pyevidence import EvidenceStore, ScopedStore, ValidationError
+from pyevidence import EvidenceStore, Record, ScopedStore, ValidationError
 from pyevidence.tool import NO_EVIDENCE, RETRIEVE_TOOL, run_retrieve_tool
 
 OTHER_BODY = "team-b secret: queue lag runbook"
@@ -66,6 +66,9 @@ def test_scoped_put_many_refuses_a_tenant_field(shared: EvidenceStore) -> None:
     fields = {k: v for k, v in record(record_id="x").items() if k != "tenant"}
     with pytest.raises(ValidationError) as info:
         mine.put_many([fields, {**fields, "tenant": "team-b"}])
+    assert info.value.field == "records[1]"
+    with pytest.raises(ValidationError) as info:  # a Record carries its own tenant
+        mine.put_many([fields, Record(**record(tenant="team-b", record_id="sneak"))])  # type: ignore[arg-type]
     assert info.value.field == "records[1]"
     assert mine.put_many([fields]) == 1
     assert shared.retrieve(tenant="team-b", revision="v1", query="", now=-1).eligible_count == 4
