@@ -6,7 +6,7 @@
 ** Python lowercases with full Unicode rules and only then keeps ASCII letters
 ** and digits. Reproducing that needs no Unicode tables, because only three
 ** kinds of code point lowercase to text that holds ASCII letters or digits
-** (checked over every code point by tests/test_token_rule_c.py):
+** (checked over every code point by tests/test_extension.py):
 **
 **   - 'A'..'Z', which lowercase to 'a'..'z';
 **   - U+0130 LATIN CAPITAL LETTER I WITH DOT ABOVE (bytes C4 B0), which
@@ -25,7 +25,7 @@
 ** same byte rule, which gives exactly the tokens Python finds in
 ** bytes.decode("utf-8", "replace"): a malformed sequence becomes U+FFFD there
 ** and separators here, and the decoder restarts at the next lead byte, where
-** this scanner also sees C4 B0 or E2 84 AA. tests/test_token_rule_c.py checks
+** this scanner also sees C4 B0 or E2 84 AA. tests/test_extension.py checks
 ** this on random bytes.
 **
 ** This file is the reference scanner, byte by byte. evidence_tokenset.c

@@ -2,7 +2,8 @@
 
 A token is a maximal run of ASCII letters and digits in the text after Python's
 full Unicode lowercasing. The C function ``token_overlap`` (csrc/evidence_tokens.c)
-implements the same rule; tests/test_token_rule.py proves them equal.
+implements the same rule; tests/test_extension.py proves them equal (every code
+point, and random text and bytes).
 
 This is lexical matching, nothing more: "latency" does not match "response time",
 "restart" does not match "restarted", and non-ASCII letters never form tokens.
