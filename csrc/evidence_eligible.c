@@ -27,6 +27,7 @@
 */
 #include "evidence_sqlite.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 /* Column numbers, in the order of the declaration below. */
@@ -93,10 +94,15 @@ typedef struct EligibleCursor {
   int bEof;
 } EligibleCursor;
 
-static int eligibleError(sqlite3_vtab *pVtab, const char *zFormat, const char *zArg) {
+/* Sets the message the caller will see and returns rc (SQLITE_NOMEM if the
+** message itself could not be made). Every error of this file goes through here. */
+static int eligibleError(sqlite3_vtab *pVtab, int rc, const char *zFormat, ...) {
+  va_list ap;
+  va_start(ap, zFormat);
   sqlite3_free(pVtab->zErrMsg);
-  pVtab->zErrMsg = sqlite3_mprintf(zFormat, zArg);
-  return pVtab->zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
+  pVtab->zErrMsg = sqlite3_vmprintf(zFormat, ap);
+  va_end(ap);
+  return pVtab->zErrMsg ? rc : SQLITE_NOMEM;
 }
 
 static int eligibleConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab,
@@ -150,14 +156,6 @@ static int eligibleClose(sqlite3_vtab_cursor *cur) {
   return SQLITE_OK;
 }
 
-/* Copies the inner statement's error to the virtual table, for the caller to see. */
-static int eligibleStepError(sqlite3_vtab_cursor *cur, int rc) {
-  EligibleVtab *pTab = (EligibleVtab *)cur->pVtab;
-  sqlite3_free(pTab->base.zErrMsg);
-  pTab->base.zErrMsg = sqlite3_mprintf("evidence_eligible(): %s", sqlite3_errmsg(pTab->db));
-  return rc;
-}
-
 static int eligibleNext(sqlite3_vtab_cursor *cur) {
   EligibleCursor *pCur = (EligibleCursor *)cur;
   int rc = sqlite3_step(pCur->pStmt);
@@ -166,7 +164,10 @@ static int eligibleNext(sqlite3_vtab_cursor *cur) {
     return SQLITE_OK;
   }
   pCur->bEof = 1;
-  if (rc != SQLITE_DONE) return eligibleStepError(cur, rc);
+  if (rc != SQLITE_DONE) {
+    return eligibleError(cur->pVtab, rc, "evidence_eligible(): %s",
+                         sqlite3_errmsg(((EligibleVtab *)cur->pVtab)->db));
+  }
   ((EligibleVtab *)cur->pVtab)->pStats->nLastScanRows = pCur->iRowid;
   return SQLITE_OK;
 }
@@ -188,10 +189,8 @@ static int eligibleCheckArgs(sqlite3_vtab *pVtab, sqlite3_value **argv) {
   for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
     int eType = sqlite3_value_type(argv[i]);
     if (eType != aWant[i]) {
-      sqlite3_free(pVtab->zErrMsg);
-      pVtab->zErrMsg = sqlite3_mprintf("evidence_eligible(): %s must be %s, got %s", azArgName[i],
-                                       aWant[i] == SQLITE_TEXT ? "text" : "an integer", typeName(eType));
-      return pVtab->zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
+      return eligibleError(pVtab, SQLITE_ERROR, "evidence_eligible(): %s must be %s, got %s", azArgName[i],
+                           aWant[i] == SQLITE_TEXT ? "text" : "an integer", typeName(eType));
     }
   }
   return SQLITE_OK;
@@ -209,12 +208,13 @@ static int eligibleFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxS
     int missing = idxNum >> ELIGIBLE_MISSING_SHIFT;
     for (i = 0; (missing & (1 << i)) == 0; i++) {
     }
-    return eligibleError(cur->pVtab,
+    return eligibleError(cur->pVtab, SQLITE_ERROR,
                          "evidence_eligible(): argument %s is missing; "
                          "call it as evidence_eligible(tenant, revision, now)",
                          azArgName[i]);
   }
-  if (argc != ELIGIBLE_N_ARGS) return eligibleError(cur->pVtab, "evidence_eligible(): %s", "bad plan");
+  if (argc != ELIGIBLE_N_ARGS)
+    return eligibleError(cur->pVtab, SQLITE_ERROR, "evidence_eligible(): bad plan");
   rc = eligibleCheckArgs(cur->pVtab, argv);
   if (rc != SQLITE_OK) return rc;
   pCur->iNow = sqlite3_value_int64(argv[2]);
@@ -229,10 +229,9 @@ static int eligibleFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxS
     rc = sqlite3_prepare_v3(pTab->db, zSql, -1, SQLITE_PREPARE_PERSISTENT, &pCur->pStmt, 0);
     sqlite3_free(zSql);
     if (rc != SQLITE_OK) {
-      sqlite3_free(cur->pVtab->zErrMsg);
-      cur->pVtab->zErrMsg = sqlite3_mprintf(
-          "evidence_eligible(): %s (create the schema from schema.sql first)", sqlite3_errmsg(pTab->db));
-      return rc;
+      return eligibleError(cur->pVtab, rc,
+                           "evidence_eligible(): %s (create the schema from schema.sql first)",
+                           sqlite3_errmsg(pTab->db));
     }
   } else {
     sqlite3_reset(pCur->pStmt);
