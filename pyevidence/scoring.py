@@ -30,8 +30,18 @@ class TokenScorer:
 
     name = "token_overlap"
 
+    def __init__(self) -> None:
+        # The last query and its token set: a retrieve scores every candidate
+        # against one query, so it is tokenised once, not once per row. One
+        # tuple, swapped whole, so threads sharing a scorer never mix two queries.
+        self._last: tuple[str, frozenset[str]] = ("", frozenset())
+
     def score(self, query: str, body: str) -> int:
-        return tokens.token_overlap(query, body)
+        last = self._last
+        if last[0] != query:
+            last = (query, tokens.token_set(query))
+            self._last = last
+        return len(last[1] & tokens.token_set(body))
 
 
 def _checked(score: object, record_id: str) -> int | float:
