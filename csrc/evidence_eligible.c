@@ -8,7 +8,8 @@
 ** evidence_eligible(tenant, revision, now) is the set of rows of the evidence
 ** table (schema.sql) that belong to that tenant and revision and whose
 ** expires_at is strictly greater than now, with the table's columns:
-** tenant, revision, expires_at, record_id, kind, body, source. It is the SQL
+** tenant, revision, expires_at, record_id, kind, body, source, version,
+** content_hash (the current version of each record). It is the SQL
 ** form of the rule "eligibility before ranking": a query that ranks over it
 ** cannot see another tenant's, another revision's or an expired row.
 **
@@ -39,6 +40,8 @@ enum {
   ELIGIBLE_KIND,
   ELIGIBLE_BODY,
   ELIGIBLE_SOURCE,
+  ELIGIBLE_VERSION,
+  ELIGIBLE_CONTENT_HASH,
   ELIGIBLE_N_TABLE_COLUMNS,
   ELIGIBLE_SCOPE_TENANT = ELIGIBLE_N_TABLE_COLUMNS,
   ELIGIBLE_SCOPE_REVISION,
@@ -50,12 +53,14 @@ enum {
 static const char *const azArgName[ELIGIBLE_N_ARGS] = {"tenant", "revision", "now"};
 
 /* idxNum bits from here up: the arguments a plan lacks (bit i for argument i). */
-#define ELIGIBLE_MISSING_SHIFT 8
+#define ELIGIBLE_MISSING_SHIFT 16
+_Static_assert(ELIGIBLE_N_TABLE_COLUMNS <= ELIGIBLE_MISSING_SHIFT,
+               "column bits would overlap the missing-argument bits");
 
 /* The plan (idxNum) is the set of table columns to read: bit i for column i.
 ** Reading only those lets SQLite answer count(*) and the like from the index. */
 static const char *const azColumn[ELIGIBLE_N_TABLE_COLUMNS] = {
-    "tenant", "revision", "expires_at", "record_id", "kind", "body", "source"};
+    "tenant", "revision", "expires_at", "record_id", "kind", "body", "source", "version", "content_hash"};
 
 static int columnsToRead(sqlite3_uint64 colUsed) {
   int mask = (int)(colUsed & ((1u << ELIGIBLE_N_TABLE_COLUMNS) - 1));
@@ -113,7 +118,7 @@ static int eligibleConnect(sqlite3 *db, void *pAux, int argc, const char *const 
   (void)pzErr;
   rc = sqlite3_declare_vtab(db,
                             "CREATE TABLE x(tenant TEXT, revision TEXT, expires_at INTEGER, record_id TEXT,"
-                            " kind TEXT, body TEXT, source TEXT,"
+                            " kind TEXT, body TEXT, source TEXT, version INTEGER, content_hash TEXT,"
                             " scope_tenant HIDDEN, scope_revision HIDDEN, scope_now HIDDEN)");
   if (rc != SQLITE_OK) return rc;
   pNew = sqlite3_malloc(sizeof(*pNew));

@@ -2,7 +2,7 @@
 ** evidence_ext.c: the entry point of the pyevidence SQLite extension.
 **
 **   sqlite> .load ./evidence
-**   sqlite> SELECT evidence_version();                   -- 0.1.0
+**   sqlite> SELECT evidence_version();                   -- 0.2.0
 **   sqlite> SELECT record_id, source, token_overlap('queue lag', body) AS score
 **      ...>   FROM evidence_eligible('team-a', 'v1', 100)
 **      ...>  WHERE score > 0 ORDER BY score DESC, record_id LIMIT 5;
@@ -11,6 +11,7 @@
 **   token_overlap(query, body)   evidence_overlap.c
 **   evidence_tokens(text)        evidence_overlap.c
 **   evidence_eligible(tenant, revision, now)   evidence_eligible.c
+**   evidence_sha256(...)         evidence_hash.c
 **   evidence_version()           here: the pyevidence release these sources belong to
 **
 ** Built as a loadable extension, SQLite calls sqlite3_evidence_init() (the name
@@ -32,6 +33,7 @@ int evidenceRegisterWithStats(sqlite3 *db, EvidenceScanStats **ppStats) {
   int rc = sqlite3_create_function(db, "evidence_version", 0, flags, 0, versionFunc, 0, 0);
   if (rc == SQLITE_OK) rc = evidenceOverlapRegister(db);
   if (rc == SQLITE_OK) rc = evidenceEligibleRegister(db, ppStats);
+  if (rc == SQLITE_OK) rc = evidenceHashRegister(db);
   return rc;
 }
 

@@ -15,7 +15,7 @@
 SQLITE_EXTENSION_INIT3
 #endif
 
-#define EVIDENCE_VERSION "0.1.0"
+#define EVIDENCE_VERSION "0.2.0"
 
 /* What evidence_eligible tells the program that registered it, per connection. */
 typedef struct EvidenceScanStats {
@@ -24,8 +24,8 @@ typedef struct EvidenceScanStats {
   sqlite3_int64 nLastScanRows;
 } EvidenceScanStats;
 
-/* Registers token_overlap(), evidence_tokens(), evidence_eligible and
-** evidence_version() on db. With ppStats, *ppStats receives the connection's
+/* Registers token_overlap(), evidence_tokens(), evidence_eligible,
+** evidence_sha256() and evidence_version() on db. With ppStats, *ppStats receives the connection's
 ** scan statistics, valid until the connection closes. */
 int evidenceRegister(sqlite3 *db);
 int evidenceRegisterWithStats(sqlite3 *db, EvidenceScanStats **ppStats);
@@ -33,5 +33,6 @@ int evidenceRegisterWithStats(sqlite3 *db, EvidenceScanStats **ppStats);
 /* Registration of each part, called by evidenceRegister(). */
 int evidenceOverlapRegister(sqlite3 *db);
 int evidenceEligibleRegister(sqlite3 *db, EvidenceScanStats **ppStats);
+int evidenceHashRegister(sqlite3 *db);
 
 #endif /* EVIDENCE_SQLITE_H */

@@ -5,7 +5,8 @@
 ** functions on it directly (this file is built with -DSQLITE_CORE into the
 ** Python module, no load_extension needed), and run put, forget and retrieve
 ** as prepared statements that are kept for the connection's lifetime.
-** Retrieve ranks inside SQLite, over evidence_eligible only.
+** Retrieve ranks inside SQLite, over evidence_eligible only. Versions are the
+** schema's business: its triggers write the history on every put and forget.
 */
 #include "evidence_store.h"
 
@@ -13,24 +14,26 @@
 
 #include "evidence_sqlite.h"
 
+/* The text columns a row of STMT_RANK and STMT_CANDIDATES starts with. */
+#define N_ROW_TEXTS 6
+
 /* The statements, prepared once on first use. */
 enum { STMT_PUT, STMT_FORGET, STMT_RANK, STMT_CANDIDATES, N_STMT };
 
 static const char *const azStmtSql[N_STMT] = {
-    /* STMT_PUT: insert or replace, one atomic statement */
-    "INSERT INTO evidence (tenant, record_id, revision, kind, body, source, expires_at)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-    " ON CONFLICT (tenant, record_id) DO UPDATE SET"
-    " revision = excluded.revision, kind = excluded.kind, body = excluded.body,"
-    " source = excluded.source, expires_at = excluded.expires_at",
-    /* STMT_FORGET */
+    /* STMT_PUT: a new version, through the view whose triggers (schema.sql) append it
+    ** to the history and point the current row at it; pyevidence/schema.py:PUT_SQL */
+    "INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    /* STMT_FORGET: the delete trigger erases the versions; pyevidence/schema.py:FORGET_SQL */
     "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2",
     /* STMT_RANK: the ranking order of pyevidence/scoring.py:rank, in SQL, over eligible rows only.
     ** The inner query scores; OFFSET 0 keeps SQLite from flattening it, which would
     ** compute every score twice (once for WHERE, once for the result). Only
     ** (record_id, score) go through the top-k sort; the join then reads the few
     ** winning rows whole, in the same statement and so the same snapshot. */
-    "SELECT e.record_id, e.revision, e.kind, e.body, e.source, e.expires_at, top.score"
+    "SELECT e.record_id, e.revision, e.kind, e.body, e.source, e.content_hash, e.expires_at, e.version,"
+    " top.score"
     " FROM (SELECT record_id, score FROM ("
     "  SELECT record_id, token_overlap(?4, body) AS score"
     "  FROM evidence_eligible(?1, ?2, ?3) LIMIT -1 OFFSET 0)"
@@ -38,7 +41,7 @@ static const char *const azStmtSql[N_STMT] = {
     " JOIN evidence AS e ON e.tenant = ?1 AND e.record_id = top.record_id"
     " ORDER BY top.score DESC, top.record_id",
     /* STMT_CANDIDATES */
-    "SELECT record_id, revision, kind, body, source, expires_at, 0"
+    "SELECT record_id, revision, kind, body, source, content_hash, expires_at, version, 0"
     " FROM evidence_eligible(?1, ?2, ?3) ORDER BY record_id",
 };
 
@@ -347,10 +350,11 @@ void evidence_rows_free(EvidenceRows *r) {
   sqlite3_free(r);
 }
 
-/* Copies the current row (record_id, revision, kind, body, source, expires_at, score). */
+/* Copies the current row (record_id, revision, kind, body, source, content_hash,
+** expires_at, version, score). */
 static int rowsAppend(EvidenceRows *r, sqlite3_stmt *pStmt, size_t *pnAlloc) {
-  const char **apz[5];
-  size_t *apn[5], nTotal = 0;
+  const char **apz[N_ROW_TEXTS];
+  size_t *apn[N_ROW_TEXTS], nTotal = 0;
   char *zBlock;
   EvidenceRow *pRow;
   int j;
@@ -368,7 +372,8 @@ static int rowsAppend(EvidenceRows *r, sqlite3_stmt *pStmt, size_t *pnAlloc) {
   apz[2] = &pRow->kind, apn[2] = &pRow->kind_len;
   apz[3] = &pRow->body, apn[3] = &pRow->body_len;
   apz[4] = &pRow->source, apn[4] = &pRow->source_len;
-  for (j = 0; j < 5; j++) {
+  apz[5] = &pRow->content_hash, apn[5] = &pRow->content_hash_len;
+  for (j = 0; j < N_ROW_TEXTS; j++) {
     /* text first, then bytes: the documented order for a correct length */
     if (sqlite3_column_text(pStmt, j) == 0 && sqlite3_errcode(sqlite3_db_handle(pStmt)) == SQLITE_NOMEM) {
       return SQLITE_NOMEM;
@@ -378,15 +383,16 @@ static int rowsAppend(EvidenceRows *r, sqlite3_stmt *pStmt, size_t *pnAlloc) {
   }
   zBlock = sqlite3_malloc64(nTotal);
   if (zBlock == 0) return SQLITE_NOMEM;
-  for (j = 0; j < 5; j++) {
+  for (j = 0; j < N_ROW_TEXTS; j++) {
     const unsigned char *z = sqlite3_column_text(pStmt, j);
     if (*apn[j]) memcpy(zBlock, z, *apn[j]);
     zBlock[*apn[j]] = 0;
     *apz[j] = zBlock;
     zBlock += *apn[j] + 1;
   }
-  pRow->expires_at = sqlite3_column_int64(pStmt, 5);
-  pRow->score = sqlite3_column_int64(pStmt, 6);
+  pRow->expires_at = sqlite3_column_int64(pStmt, N_ROW_TEXTS);
+  pRow->version = sqlite3_column_int64(pStmt, N_ROW_TEXTS + 1);
+  pRow->score = sqlite3_column_int64(pStmt, N_ROW_TEXTS + 2);
   r->n_rows++;
   return SQLITE_OK;
 }

@@ -54,7 +54,10 @@ typedef struct EvidenceRow {
   size_t body_len;
   const char *source;
   size_t source_len;
+  const char *content_hash; /* of the current version, 64 hex digits */
+  size_t content_hash_len;
   int64_t expires_at;
+  int64_t version; /* the current version's sequence number */
   int64_t score;
 } EvidenceRow;
 
@@ -80,14 +83,16 @@ int evidence_store_query(EvidenceStore *store, const char *sql, size_t sql_len, 
                          int n_params, int read_only, EvidenceTable **out);
 void evidence_table_free(EvidenceTable *table);
 
-/* Inserts or replaces the record (tenant, record_id). Arguments are assumed
-** valid (the Python side validates); the schema's CHECKs still guard. */
+/* Stores a new version of the record (tenant, record_id) and makes it the current
+** one. Arguments are assumed valid (the Python side validates); the schema's
+** CHECKs still guard. */
 int evidence_store_put(EvidenceStore *store, const char *tenant, size_t tenant_len, const char *record_id,
                        size_t record_id_len, const char *revision, size_t revision_len, const char *kind,
                        size_t kind_len, const char *body, size_t body_len, const char *source,
                        size_t source_len, int64_t expires_at);
 
-/* Deletes one record of one tenant; *deleted is 1 when a row was deleted. */
+/* Forgets one record of one tenant (its current row, and the content of its
+** versions); *deleted is 1 when there was a current row. */
 int evidence_store_forget(EvidenceStore *store, const char *tenant, size_t tenant_len, const char *record_id,
                           size_t record_id_len, int *deleted);
 

@@ -15,17 +15,29 @@ from .errors import (
 )
 from .limits import Limits
 from .loadable import load, loadable_path
-from .records import KINDS, Candidate, Hit, QueryResult, Record, Retrieval
+from .records import (
+    KINDS,
+    Candidate,
+    ChainBreak,
+    Hit,
+    QueryResult,
+    Record,
+    Retrieval,
+    Verification,
+    Version,
+    VersionLookup,
+)
 from .scoped import ScopedStore
 from .scoring import Scorer, TokenScorer
 from .store import EvidenceStore, native_available
 from .tokens import token_overlap
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "KINDS",
     "Candidate",
+    "ChainBreak",
     "EngineUnavailableError",
     "EvidenceError",
     "EvidenceStore",
@@ -41,6 +53,9 @@ __all__ = [
     "StoreError",
     "TokenScorer",
     "ValidationError",
+    "Verification",
+    "Version",
+    "VersionLookup",
     "__version__",
     "load",
     "loadable_path",

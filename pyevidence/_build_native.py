@@ -19,6 +19,7 @@ SOURCES = [
     "csrc/evidence_ext.c",
     "csrc/evidence_overlap.c",
     "csrc/evidence_eligible.c",
+    "csrc/evidence_hash.c",
     "csrc/evidence_tokens.c",
     "csrc/evidence_tokenset.c",
 ]

@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("statement", metavar="SQL")
     p.add_argument("params", nargs="*", metavar="PARAM", help="positional parameters, passed as text")
 
-    p = command("put", "insert or replace one record (creates the database if absent)")
+    p = command("put", "store a new version of one record (creates the database if absent)")
     p.add_argument("--tenant", required=True)
     p.add_argument("--record-id", required=True)
     p.add_argument("--revision", required=True)
@@ -67,9 +67,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--now", required=True, type=int, metavar="N", help="the caller's logical time")
     p.add_argument("--limit", type=int, default=5, metavar="N", help="at most N hits, 1..10 (default 5)")
 
-    p = command("forget", "delete one record of one tenant")
+    p = command("forget", "forget one record of one tenant (its current row and its versions' content)")
     p.add_argument("--tenant", required=True)
     p.add_argument("--record-id", required=True)
+
+    p = command("history", "list the versions of one record, oldest first")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--record-id", required=True)
+
+    p = command("get-version", "resolve a cited version (Hit.version) to its exact body and fields")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--record-id", required=True)
+    p.add_argument("--version", required=True, metavar="SEQ-HASH")
+
+    p = command("verify", "recompute a tenant's hash chain; exit 1 and name the first break if broken")
+    p.add_argument("--tenant", required=True)
     return parser
 
 
@@ -150,6 +162,20 @@ def _run(args: argparse.Namespace) -> Any:
         with EvidenceStore(_existing(args.db), engine=args.engine) as store:
             deleted = store.forget(tenant=args.tenant, record_id=args.record_id)
         return {"forget": {"tenant": args.tenant, "record_id": args.record_id, "deleted": deleted}}
+    if args.command in ("history", "get-version", "verify"):
+        with EvidenceStore(_existing(args.db), engine=args.engine, read_only=True) as store:
+            if args.command == "history":
+                found = store.history(tenant=args.tenant, record_id=args.record_id)
+                return {
+                    "tenant": args.tenant,
+                    "record_id": args.record_id,
+                    "versions": [v.to_dict() for v in found],
+                }
+            if args.command == "get-version":
+                return store.get_version(
+                    tenant=args.tenant, record_id=args.record_id, version=args.version
+                ).to_dict()
+            return store.verify(tenant=args.tenant).to_dict()
     raise AssertionError(f"unhandled command {args.command}")
 
 
@@ -164,4 +190,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pyevidence: error: {exc}", file=sys.stderr)
         return EXIT_STORE
     sys.stdout.write(jsonout.dumps(output))
+    if args.command == "verify" and not output["ok"]:
+        return EXIT_STORE  # a broken chain is the store's problem, reported on stdout as JSON
     return EXIT_OK

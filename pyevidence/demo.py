@@ -1,6 +1,8 @@
 """The demonstration: eligibility decides what may be ranked, before any scoring.
 
 Three records could all answer the question lexically; only one is in scope.
+Then the runbook is updated, and the citation of the hit still resolves to the
+exact text that was cited.
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ RECORDS: tuple[dict[str, Any], ...] = (
     ),
 )
 
+# The runbook's next version, stored after the hit was cited.
+UPDATED_BODY = (
+    "Queue backlog runbook, revised: check consumer lag first; if it exceeds 10 minutes, "
+    "page the queue owner before scaling the workers."
+)
+
 NOTE = (
     "Citations are synthetic identifiers chosen by whoever stored the record, not URLs. "
     "Scores count shared words; they do not measure meaning. An empty hit list means "
@@ -62,10 +70,22 @@ def run(engine: str = "auto") -> dict[str, Any]:
             for record in RECORDS:
                 store.put(**record)
             result = store.retrieve(tenant=TENANT, revision=REVISION, query=QUERY, now=NOW)
+            cited = result.hits[0]
+            store.put(**{**RECORDS[0], "body": UPDATED_BODY})
+            updated = store.history(tenant=TENANT, record_id=cited.record_id)[-1]
+            lookup = store.get_version(tenant=TENANT, record_id=cited.record_id, version=cited.version)
+            verification = store.verify(tenant=TENANT)
     return {
         "query": QUERY,
         "scope": {"tenant": TENANT, "revision": REVISION, "now": NOW},
         "stored_records": len(RECORDS),
         **result.to_dict(),
+        "reproducible_citation": {
+            "cited": cited.cite(),
+            "record_updated_to_version": updated.version,
+            "cited_version_status": lookup.status,
+            "cited_body_unchanged": lookup.version is not None and lookup.version.body == cited.body,
+        },
+        "verify": verification.to_dict(),
         "note": NOTE,
     }

@@ -25,7 +25,9 @@ class Record:
 
 @dataclass(frozen=True)
 class Candidate:
-    """An eligible record handed to a scorer: already inside the caller's scope."""
+    """An eligible record handed to a scorer: already inside the caller's scope.
+    ``version`` is its current version's sequence number, ``content_hash`` that
+    version's hash (see Hit.version)."""
 
     record_id: str
     revision: str
@@ -33,6 +35,8 @@ class Candidate:
     body: str
     source: str
     expires_at: int
+    version: int
+    content_hash: str
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,9 @@ class Hit:
 
     ``citation`` is the record's ``source`` string: a synthetic identifier such as
     ``runbook://queue/v1`` chosen by whoever stored the record, not a URL pyevidence
-    resolves.
+    resolves. ``version`` names the exact stored version this hit was read from,
+    ``"<seq>-<content hash>"``; ``cite()`` gives ``"<citation>@<version>"``, which
+    ``store.get_version`` resolves later to exactly this body and these fields.
     """
 
     record_id: str
@@ -51,6 +57,11 @@ class Hit:
     citation: str
     body: str
     expires_at: int
+    version: str
+
+    def cite(self) -> str:
+        """The reproducible citation: ``source@version``."""
+        return f"{self.citation}@{self.version}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,8 +70,113 @@ class Hit:
             "kind": self.kind,
             "score": self.score,
             "citation": self.citation,
+            "version": self.version,
             "body": self.body,
             "expires_at": self.expires_at,
+        }
+
+
+def version_id(seq: int, content_hash: str) -> str:
+    """The version identifier of Hit.version and get_version: ``"<seq>-<content hash>"``."""
+    return f"{seq}-{content_hash}"
+
+
+@dataclass(frozen=True)
+class Version:
+    """One entry of a record's history (store.history, store.get_version).
+
+    ``operation`` is "put" (a stored version) or "forget" (the tombstone a forget
+    left). A forgotten put keeps only its identity and hashes: ``revision``,
+    ``kind``, ``body``, ``source`` and ``expires_at`` are None, ``forgotten`` is True.
+    ``chain_seq`` and ``chain_hash`` are its place in the tenant's hash chain.
+    """
+
+    record_id: str
+    seq: int
+    operation: str
+    content_hash: str
+    chain_seq: int
+    chain_hash: str
+    revision: str | None
+    kind: str | None
+    body: str | None
+    source: str | None
+    expires_at: int | None
+
+    @property
+    def version(self) -> str:
+        return version_id(self.seq, self.content_hash)
+
+    @property
+    def forgotten(self) -> bool:
+        """True for a put whose content a forget erased, and for the tombstone itself."""
+        return self.body is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "record_id": self.record_id,
+            "version": self.version,
+            "seq": self.seq,
+            "operation": self.operation,
+            "forgotten": self.forgotten,
+            "content_hash": self.content_hash,
+            "chain_seq": self.chain_seq,
+            "chain_hash": self.chain_hash,
+            "revision": self.revision,
+            "kind": self.kind,
+            "source": self.source,
+            "body": self.body,
+            "expires_at": self.expires_at,
+        }
+
+
+@dataclass(frozen=True)
+class VersionLookup:
+    """What store.get_version found for a cited version.
+
+    ``status`` is "found" (``version`` holds exactly the cited body and fields),
+    "forgotten" (the record was forgotten: ``version`` holds the hashes only) or
+    "unknown" (no such version of that record in this tenant; ``version`` is None).
+    """
+
+    status: str
+    version: Version | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "version": self.version.to_dict() if self.version else None}
+
+
+@dataclass(frozen=True)
+class ChainBreak:
+    """The first place store.verify found the tenant's history not to hold together."""
+
+    chain_seq: int | None
+    record_id: str | None
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chain_seq": self.chain_seq, "record_id": self.record_id, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The result of store.verify(tenant=...): ``ok`` when every version's hashes,
+    the chain and the current rows check out; otherwise ``broken`` is the first
+    break, in chain order (breaks of the current table come after the chain's)."""
+
+    tenant: str
+    ok: bool
+    versions_checked: int
+    current_checked: int
+    broken: ChainBreak | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tenant": self.tenant,
+            "ok": self.ok,
+            "versions_checked": self.versions_checked,
+            "current_checked": self.current_checked,
+            "broken": self.broken.to_dict() if self.broken else None,
         }
 
 

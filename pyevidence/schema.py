@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import SchemaError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Connection settings, applied by prepare() on every connection of both engines.
 # The busy timeout makes a writer wait for a lock instead of failing at once.
@@ -27,13 +27,19 @@ SCHEMA_VERSION = 1
 # OS crash may be lost (never the database's integrity); see README "Guarantees".
 # The page cache and memory-mapped reads are sized for a scan over the eligible
 # rows: 64 MiB of cache and up to 256 MiB mapped per connection.
+# secure_delete overwrites freed space with zeros, so forgotten text does not
+# linger in the file's free pages (README "Versions and citations").
+# trusted_schema=ON lets schema.sql's triggers call evidence_sha256() on a SQLite
+# built to distrust schemas by default (the stdlib cannot mark a Python function
+# innocuous); ensure() refuses any file whose schema is not byte for byte ours.
 BUSY_TIMEOUT_MS = 5000
-_BEFORE_CHECK = (f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};",)
+_BEFORE_CHECK = (f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};", "PRAGMA trusted_schema = ON;")
 _AFTER_CHECK = (
     "PRAGMA journal_mode = WAL;",
     "PRAGMA synchronous = NORMAL;",
     "PRAGMA cache_size = -65536;",
     "PRAGMA mmap_size = 268435456;",
+    "PRAGMA secure_delete = ON;",
 )
 
 # The eligibility predicate as the Python engine runs it. The C relation
@@ -41,9 +47,17 @@ _AFTER_CHECK = (
 # cross-engine tests prove them equal. Candidates come in record_id order on
 # both engines, so a custom scorer sees the same calls in the same order.
 ELIGIBLE_SQL = (
-    "SELECT record_id, revision, kind, body, source, expires_at FROM evidence"
+    "SELECT record_id, revision, kind, body, source, expires_at, version, content_hash FROM evidence"
     " WHERE tenant = ?1 AND revision = ?2 AND expires_at > ?3 ORDER BY record_id"
 )
+
+# put and forget, as both engines run them (the C copy is STMT_PUT and STMT_FORGET
+# in csrc/evidence_store.c); the triggers of schema.sql do the rest.
+PUT_SQL = (
+    "INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+)
+FORGET_SQL = "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2"
 
 Query = Callable[[str], Sequence[Sequence[Any]]]
 Script = Callable[[str], None]
@@ -55,6 +69,11 @@ def schema_sql() -> str:
     return resources.files(__package__).joinpath("schema.sql").read_text(encoding="utf-8")
 
 
+@cache
+def _package_text(name: str) -> str:
+    return resources.files(__package__).joinpath("migrations", name).read_text(encoding="utf-8")
+
+
 def prepare(query: Query, script: Script, where: str, *, read_only: bool = False) -> None:
     """Make a fresh connection ready: settings, then the schema check (see ensure).
     A read-only connection changes nothing: no schema creation, no journal mode."""
@@ -62,6 +81,11 @@ def prepare(query: Query, script: Script, where: str, *, read_only: bool = False
         query(pragma)
     if read_only and _version(query) == 0:
         raise SchemaError(f"{where} has no pyevidence schema, and a read-only store cannot create one")
+    if read_only and needs_migration(query):
+        raise SchemaError(
+            f"{where} has pyevidence schema version {_version(query)}, which this release upgrades to "
+            f"{SCHEMA_VERSION} when it opens it; open it once without read_only=True to upgrade it"
+        )
     ensure(query, script, where)
     for pragma in _AFTER_CHECK:
         if not (read_only and "journal_mode" in pragma):
@@ -87,6 +111,8 @@ def ensure(query: Query, script: Script, where: str) -> None:
             script("ROLLBACK;")
             raise
         script("COMMIT;")
+    if _version(query) < SCHEMA_VERSION and _version(query) in MIGRATIONS:
+        _migrate(query, script, where)
     version = _version(query)
     if version > SCHEMA_VERSION:
         raise SchemaError(
@@ -102,6 +128,38 @@ def ensure(query: Query, script: Script, where: str) -> None:
         )
 
 
+# Earlier schema versions this release upgrades in place: version -> (the
+# schema that version created, frozen; the script that upgrades it to the next).
+MIGRATIONS = {1: ("schema_v1.sql", "v1_to_v2.sql")}
+_INCLUDE_SCHEMA = "-- @include schema.sql\n"
+
+
+def needs_migration(query: Query) -> bool:
+    """Whether the database is of an earlier schema version this release upgrades on open."""
+    return _version(query) in MIGRATIONS
+
+
+def _migrate(query: Query, script: Script, where: str) -> None:
+    """Upgrades an earlier schema version in place, one step at a time, each step one
+    transaction: a failure leaves the file as it was. Only a file holding exactly the
+    schema that version created is upgraded; anything else is refused untouched."""
+    script("BEGIN IMMEDIATE;")
+    try:
+        while (version := _version(query)) in MIGRATIONS:
+            frozen, upgrade = MIGRATIONS[version]
+            if set(_objects(query)) != _objects_of(_package_text(frozen)):
+                raise SchemaError(
+                    f"{where} says it is pyevidence schema version {version} but its tables differ "
+                    "from what that version created; it is not upgraded, restore it from a backup"
+                )
+            before, _, after = _package_text(upgrade).partition(_INCLUDE_SCHEMA)
+            script(before + schema_sql() + after)
+    except BaseException:
+        script("ROLLBACK;")
+        raise
+    script("COMMIT;")
+
+
 def _version(query: Query) -> int:
     return int(query("PRAGMA user_version")[0][0])
 
@@ -113,14 +171,18 @@ def _objects(query: Query) -> list[tuple[str, str, str]]:
     return [(str(t), str(n), str(s)) for t, n, s in query(_OBJECTS_SQL)]
 
 
-@cache
 def expected_objects() -> frozenset[tuple[str, str, str]]:
     """The (type, name, sql) rows schema.sql creates, read back from a scratch database,
     so the check compares against what SQLite itself recorded, byte for byte."""
+    return _objects_of(schema_sql())
+
+
+@cache
+def _objects_of(sql: str) -> frozenset[tuple[str, str, str]]:
     scratch = sqlite3.connect(":memory:")
     try:
-        scratch.executescript(schema_sql())
-        return frozenset(_objects(lambda sql: scratch.execute(sql).fetchall()))
+        scratch.executescript(sql)  # creating triggers does not call evidence_sha256
+        return frozenset(_objects(lambda text: scratch.execute(text).fetchall()))
     finally:
         scratch.close()
 

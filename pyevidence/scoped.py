@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import validation
 from .errors import ValidationError
-from .records import Retrieval
+from .records import Retrieval, Verification, Version, VersionLookup
 from .scoring import Scorer
 
 if TYPE_CHECKING:
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 
 class ScopedStore:
-    """put / put_many / retrieve / forget of one tenant's records. Make it with
+    """put / put_many / retrieve / forget / history / get_version / verify of one
+    tenant's records. Make it with
     ``EvidenceStore.scoped(tenant=...)``."""
 
     def __init__(self, store: EvidenceStore, tenant: str) -> None:
@@ -70,3 +71,12 @@ class ScopedStore:
 
     def forget(self, *, record_id: str) -> bool:
         return self._store.forget(tenant=self._tenant, record_id=record_id)
+
+    def history(self, *, record_id: str) -> tuple[Version, ...]:
+        return self._store.history(tenant=self._tenant, record_id=record_id)
+
+    def get_version(self, *, record_id: str, version: str) -> VersionLookup:
+        return self._store.get_version(tenant=self._tenant, record_id=record_id, version=version)
+
+    def verify(self) -> Verification:
+        return self._store.verify(tenant=self._tenant)

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from . import tokens
 from .errors import ScorerError
-from .records import Candidate, Hit
+from .records import Candidate, Hit, version_id
 
 
 @runtime_checkable
@@ -81,4 +81,5 @@ def hit_from(candidate: Candidate, score: int | float) -> Hit:
         citation=candidate.source,
         body=candidate.body,
         expires_at=candidate.expires_at,
+        version=version_id(candidate.version, candidate.content_hash),
     )

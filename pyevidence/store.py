@@ -10,11 +10,11 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
-from . import validation
+from . import validation, versions
 from .engines.python_engine import PythonEngine
 from .errors import EngineUnavailableError, StoreError, ValidationError
 from .limits import DEFAULT_LIMITS, Limits
-from .records import QueryResult, Record, Retrieval
+from .records import QueryResult, Record, Retrieval, Verification, Version, VersionLookup
 from .scoped import ScopedStore
 from .scoring import Scorer, TokenScorer, rank
 
@@ -109,7 +109,8 @@ class EvidenceStore:
         source: str,
         expires_at: int,
     ) -> None:
-        """Insert or replace the record (tenant, record_id), atomically.
+        """Store a new version of the record (tenant, record_id), atomically; it
+        becomes the current one, and the earlier versions stay in its history.
 
         ``kind`` is "working", "incident" or "runbook"; every string must be
         non-empty (whitespace-only counts as empty); ``expires_at`` is an integer
@@ -199,11 +200,39 @@ class EvidenceStore:
         return QueryResult(columns=columns, rows=tuple(rows))
 
     def forget(self, *, tenant: str, record_id: str) -> bool:
-        """Delete record ``record_id`` of ``tenant`` only; True when a row was deleted."""
+        """Forget record ``record_id`` of ``tenant`` only: its current row goes, and the
+        content of every stored version of it is erased; the history keeps their hashes
+        and a tombstone, so verify still holds. True when there was a record to forget."""
         tenant, record_id = validation.record_key(tenant=tenant, record_id=record_id, limits=self._limits)
         self._writable("forget")
         with self._engine_locked() as engine:
             return bool(engine.forget(tenant, record_id))
+
+    def history(self, *, tenant: str, record_id: str) -> tuple[Version, ...]:
+        """Every version of record ``record_id`` of ``tenant``, oldest first: one per
+        put, plus a tombstone per forget (forgotten versions keep their hashes only).
+        Empty when the tenant never stored that record."""
+        tenant, record_id = validation.record_key(tenant=tenant, record_id=record_id, limits=self._limits)
+        with self._engine_locked() as engine:
+            return versions.history(engine, tenant, record_id)
+
+    def get_version(self, *, tenant: str, record_id: str, version: str) -> VersionLookup:
+        """Resolves a citation: the version ``version`` (as ``Hit.version`` gave it) of
+        record ``record_id`` of ``tenant``. ``status`` is "found" with exactly the cited
+        body and fields, "forgotten" (the record was forgotten since: hashes only), or
+        "unknown" (this tenant never stored that version of that record)."""
+        tenant, record_id = validation.record_key(tenant=tenant, record_id=record_id, limits=self._limits)
+        seq, digest = validation.version(version)
+        with self._engine_locked() as engine:
+            return versions.get_version(engine, tenant, record_id, seq, digest)
+
+    def verify(self, *, tenant: str) -> Verification:
+        """Recomputes the hash chain of ``tenant``'s versions and checks the current
+        records against it, in one snapshot. ``ok`` is False and ``broken`` names the
+        first broken link when a version was edited, removed or erased outside forget."""
+        tenant = validation.tenant(tenant, self._limits)
+        with self._engine_locked() as engine, engine.snapshot():
+            return versions.verify(engine, tenant)
 
     def backup(self, dest: str | os.PathLike[str]) -> None:
         """Copy the whole database to a new file ``dest`` as one consistent snapshot,

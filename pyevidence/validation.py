@@ -15,6 +15,7 @@ from .errors import ValidationError
 from .limits import DEFAULT_LIMITS, Limits
 from .records import KINDS, Record
 from .tokens import tokens
+from .versions import parse_version
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -151,6 +152,21 @@ def record_key(*, tenant: Any, record_id: Any, limits: Limits = DEFAULT_LIMITS) 
         text("tenant", tenant, max_bytes=limits.max_field_bytes),
         text("record_id", record_id, max_bytes=limits.max_field_bytes),
     )
+
+
+def version(value: Any) -> tuple[int, str]:
+    """Validate a version identifier as Hit.version renders it; returns (seq, content hash)."""
+    parsed = parse_version(value) if isinstance(value, str) else None
+    if parsed is None:
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        raise ValidationError(
+            "version", f"must be a version as Hit.version gives it, '<seq>-<64 hex digits>'; got {shown}"
+        )
+    return parsed
+
+
+def tenant(value: Any, limits: Limits = DEFAULT_LIMITS) -> str:
+    return text("tenant", value, max_bytes=limits.max_field_bytes)
 
 
 def sql_params(params: Any) -> list[Any]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pyevidence import versions
 from pyevidence.cli import main
 
 GOLDEN_DEMO = (Path(__file__).parent / "golden" / "demo.json").read_text()
@@ -36,6 +37,24 @@ def test_demo_report_content() -> None:
     assert report["eligible_count"] == 1
     assert report["stored_records"] == 3
     assert "not that no problem exists" in report["note"]
+    hit = report["hits"][0]
+    assert hit["version"] == "1-" + versions.content_hash(
+        "team-a",
+        hit["record_id"],
+        hit["revision"],
+        hit["kind"],
+        hit["body"],
+        hit["citation"],
+        hit["expires_at"],
+    )
+    assert report["reproducible_citation"] == {
+        "cited": f"runbook://queue/v1@{hit['version']}",
+        "record_updated_to_version": report["reproducible_citation"]["record_updated_to_version"],
+        "cited_version_status": "found",
+        "cited_body_unchanged": True,
+    }
+    assert report["reproducible_citation"]["record_updated_to_version"].startswith("2-")
+    assert report["verify"]["ok"] is True
 
 
 def test_put_retrieve_forget_round_trip(

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import record
+from helpers import record, tamper
 
 from pyevidence import EvidenceStore, StoreError, ValidationError, native_available
 
@@ -97,11 +97,10 @@ def test_sqlite_errors_surface_as_the_same_store_error(tmp_path: Path, engine: s
 
 @pytest.mark.parametrize("engine", ["python", "native"])
 def test_invalid_utf8_stored_by_raw_sql_is_a_store_error(tmp_path: Path, engine: str) -> None:
-    insert = (
-        "INSERT INTO evidence (tenant, record_id, revision, kind, body, source, expires_at)"
-        " VALUES ('team-a', 'bad', 'v1', 'working', CAST(x'71ff' AS TEXT), 's', 9)"
-    )
-    path = altered_by_raw_sql(tmp_path / "raw.db", engine, insert)
+    path = tmp_path / "raw.db"
+    with EvidenceStore(path, engine=engine) as store:
+        store.put(**record(record_id="bad", expires_at=9))
+    tamper(path, "UPDATE evidence SET body = CAST(x'71ff' AS TEXT) WHERE record_id = 'bad'")
     with EvidenceStore(path, engine=engine) as store:
         with pytest.raises(StoreError, match="UTF-8"):
             store.retrieve(tenant="team-a", revision="v1", query="q", now=0, scorer=_Constant())

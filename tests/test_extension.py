@@ -145,7 +145,7 @@ def test_relation_equals_the_python_predicate(conn: Any) -> None:
         for rev in ("v1", "v2"):
             for expiry in (0, 5, 6, 9):
                 conn.execute(
-                    "INSERT INTO evidence (tenant, record_id, revision, kind, body, source, expires_at)"
+                    "INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at)"
                     " VALUES (?, ?, ?, 'working', 'b', 's', ?)",
                     (tenant, f"{rev}-{expiry}", rev, expiry),
                 )
@@ -155,7 +155,7 @@ def test_relation_equals_the_python_predicate(conn: Any) -> None:
                 python_rows = sorted(conn.execute(schema.ELIGIBLE_SQL, (tenant, rev, now)).fetchall())
                 c_rows = sorted(
                     conn.execute(
-                        "SELECT record_id, revision, kind, body, source, expires_at"
+                        "SELECT record_id, revision, kind, body, source, expires_at, version, content_hash"
                         " FROM evidence_eligible(?, ?, ?)",
                         (tenant, rev, now),
                     ).fetchall()

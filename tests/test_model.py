@@ -41,18 +41,23 @@ class StoreMachine(RuleBasedStateMachine):
     def open_stores(self) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="pyevidence-model-"))
         self.model: dict[tuple[str, str], Record] = {}
+        # Every put (its body) and forget (None), per (tenant, record_id): what history() lists.
+        self.events: dict[tuple[str, str], list[str | None]] = {}
         self.stores = {name: EvidenceStore(self.tmp / f"{name}.db", engine=name) for name in ENGINES}
 
     @rule(tenant=TENANTS, record_id=IDS, revision=REVISIONS, kind=KIND, body=BODIES, expires_at=TIMES)
     def put(self, tenant: str, record_id: str, revision: str, kind: str, body: str, expires_at: int) -> None:
         rec = Record(tenant, record_id, revision, kind, body, f"src://{record_id}", expires_at)
         self.model[(tenant, record_id)] = rec
+        self.events.setdefault((tenant, record_id), []).append(body)
         for store in self.stores.values():
             store.put(**rec.__dict__)
 
     @rule(tenant=TENANTS, record_id=IDS)
     def forget(self, tenant: str, record_id: str) -> None:
         expected = self.model.pop((tenant, record_id), None) is not None
+        if expected:
+            self.events[(tenant, record_id)].append(None)
         for store in self.stores.values():
             assert store.forget(tenant=tenant, record_id=record_id) is expected
 
@@ -94,6 +99,27 @@ class StoreMachine(RuleBasedStateMachine):
                 }
                 expected = sum(1 for r in self.model.values() if (r.tenant, r.revision) == (tenant, revision))
                 assert counts == {expected}
+
+    @invariant()
+    def engines_hold_the_same_versions(self) -> None:
+        """history() follows the model on every engine, the engines agree on every hash,
+        and every tenant's chain verifies."""
+        if not hasattr(self, "stores"):
+            return
+        for (tenant, record_id), events in self.events.items():
+            last_forget = max((i for i, body in enumerate(events) if body is None), default=-1)
+            expected = [
+                ("forget", None) if body is None else ("put", body if i > last_forget else None)
+                for i, body in enumerate(events)
+            ]
+            found = [store.history(tenant=tenant, record_id=record_id) for store in self.stores.values()]
+            for versions in found:
+                assert [(v.operation, v.body) for v in versions] == expected
+                assert [v.seq for v in versions] == list(range(1, len(events) + 1))
+            assert all(versions == found[0] for versions in found)  # hashes and chain, byte for byte
+        for tenant in ("team-a", "team-b", "Team-A"):
+            for store in self.stores.values():
+                assert store.verify(tenant=tenant).ok
 
     def teardown(self) -> None:
         for store in getattr(self, "stores", {}).values():

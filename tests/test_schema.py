@@ -12,6 +12,7 @@ from helpers import record
 
 from pyevidence import EvidenceStore, SchemaError, schema, validation
 from pyevidence.errors import ValidationError
+from pyevidence.hashing import sha256_fields
 
 SCHEMA_FILE = Path(schema.__file__).with_name("schema.sql")
 PYTHON_WHITESPACE = {c for c in range(sys.maxunicode + 1) if chr(c).isspace()}
@@ -27,7 +28,7 @@ def test_schema_whitespace_set_is_exactly_pythons() -> None:
 def raw_insert(conn: sqlite3.Connection, **overrides: object) -> None:
     values = record(**overrides)
     conn.execute(
-        "INSERT INTO evidence (tenant, record_id, revision, kind, body, source, expires_at)"
+        "INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at)"
         " VALUES (:tenant, :record_id, :revision, :kind, :body, :source, :expires_at)",
         values,
     )
@@ -44,6 +45,7 @@ def validation_accepts(**overrides: object) -> bool:
 @pytest.fixture
 def raw() -> sqlite3.Connection:
     conn = sqlite3.connect(":memory:")
+    conn.create_function("evidence_sha256", -1, sha256_fields, deterministic=True)
     conn.executescript(schema.schema_sql())
     return conn
 
@@ -115,7 +117,8 @@ def foreign_db(path: Path, script: str) -> bytes:
     ("script", "message"),
     [
         ("CREATE TABLE notes (x);", "already holds notes"),
-        ("CREATE TABLE evidence (x); PRAGMA user_version = 1;", "missing or altered: evidence"),
+        ("CREATE TABLE evidence (x); PRAGMA user_version = 2;", "missing or altered: evidence"),
+        ("CREATE TABLE evidence (x); PRAGMA user_version = 1;", "version 1 but its tables differ"),
         ("PRAGMA user_version = 7;", "schema version 7, newer than this release"),
         ("CREATE TABLE evidence (x);", "already holds evidence"),
     ],

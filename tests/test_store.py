@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 from helpers import record
 
-from pyevidence import EvidenceStore, Hit, Retrieval, StoreError
+from pyevidence import EvidenceStore, Hit, Retrieval, StoreError, versions
 
 
 def ids(result: Retrieval) -> list[str]:
@@ -27,6 +27,10 @@ def test_retrieve_returns_hit_with_citation(store: EvidenceStore) -> None:
             citation="runbook://queue/v1",
             body="Restart the queue consumer",
             expires_at=1000,
+            version="1-"
+            + versions.content_hash(
+                "team-a", "r1", "v1", "runbook", "Restart the queue consumer", "runbook://queue/v1", 1000
+            ),
         )
     ]
 

@@ -2,7 +2,7 @@
 
 -- Run after pyevidence/schema.sql (run_sql_tests --init), so this is the shipped schema.
 
-INSERT INTO evidence (tenant, record_id, revision, kind, body, source, expires_at) VALUES
+INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at) VALUES
   ('team-a', 'rb-queue', 'v1', 'runbook', 'queue backlog: check consumer lag', 'runbook://queue/v1', 1000),
   ('team-a', 'inc-old', 'v1', 'incident', 'queue backlog incident', 'incident://old', 100),
   ('team-a', 'inc-new', 'v1', 'incident', 'queue lag incident', 'incident://new', 101),

@@ -19,12 +19,14 @@ static sqlite3 *db;
 static const char zSetup[] =
     "CREATE TABLE evidence (tenant TEXT NOT NULL, revision TEXT NOT NULL, expires_at INTEGER NOT NULL,"
     " record_id TEXT NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL, source TEXT NOT NULL,"
+    " version INTEGER NOT NULL, content_hash TEXT NOT NULL,"
     " PRIMARY KEY (tenant, revision, expires_at, record_id), UNIQUE (tenant, record_id)) STRICT, WITHOUT "
     "ROWID;"
     "CREATE INDEX evidence_scope ON evidence (tenant, revision, expires_at);"
-    "INSERT INTO evidence VALUES ('a', 'v', 5, 'r1', 'runbook', 'queue lag', 's'),"
-    " ('a', 'v', 9, 'r2', 'runbook', 'disk', 's'), ('b', 'v', 9, 'r3', 'working', 'queue', 's'),"
-    " ('', '', 0, 'r4', 'incident', CAST(x'00ff' AS TEXT), 's');";
+    "INSERT INTO evidence VALUES ('a', 'v', 5, 'r1', 'runbook', 'queue lag', 's', 1, 'h1'),"
+    " ('a', 'v', 9, 'r2', 'runbook', 'disk', 's', 1, 'h2'), ('b', 'v', 9, 'r3', 'working', 'queue', 's', 1, "
+    "'h3'),"
+    " ('', '', 0, 'r4', 'incident', CAST(x'00ff' AS TEXT), 's', 1, 'h4');";
 
 /* Binds the next value of the input to parameter i; returns the bytes used. */
 static size_t bindNext(sqlite3_stmt *pStmt, int i, const uint8_t *data, size_t size) {

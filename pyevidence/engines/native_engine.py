@@ -15,7 +15,8 @@ Python objects and frees it in a ``finally`` before returning.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import astuple
 from typing import Any
 
@@ -107,6 +108,19 @@ class NativeEngine:
         self._check(lib.evidence_store_forget(self._store, t, len(t), r, len(r), deleted), "forget")
         return bool(deleted[0])
 
+    def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Runs one read statement of pyevidence's own (pyevidence/versions.py)."""
+        return self.run(sql, params, read_only=True)[1]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside the block see one consistent state of the database."""
+        self._script("BEGIN;")
+        try:
+            yield
+        finally:
+            self._script("COMMIT;")
+
     def rank_by_tokens(
         self, tenant: str, revision: str, now: int, query: str, limit: int
     ) -> tuple[tuple[Hit, ...], int]:
@@ -148,6 +162,8 @@ def _candidate(row: Any) -> Candidate:
         body=_text(row.body, row.body_len),
         source=_text(row.source, row.source_len),
         expires_at=int(row.expires_at),
+        version=int(row.version),
+        content_hash=_text(row.content_hash, row.content_hash_len),
     )
 
 

@@ -16,16 +16,8 @@ from typing import Any
 
 from .. import schema
 from ..errors import SchemaError, from_sqlite
+from ..hashing import sha256_fields
 from ..records import Candidate, Record
-
-_PUT_SQL = (
-    "INSERT INTO evidence (tenant, record_id, revision, kind, body, source, expires_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT (tenant, record_id) DO UPDATE SET"
-    " revision = excluded.revision, kind = excluded.kind, body = excluded.body,"
-    " source = excluded.source, expires_at = excluded.expires_at"
-)
-_FORGET_SQL = "DELETE FROM evidence WHERE tenant = ? AND record_id = ?"
 
 
 class PythonEngine:
@@ -39,6 +31,8 @@ class PythonEngine:
             # isolation_level=None: no implicit transactions; every statement
             # commits on its own unless we BEGIN explicitly.
             self._conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, uri=read_only)
+        # The triggers of schema.sql hash every version with evidence_sha256().
+        self._conn.create_function("evidence_sha256", -1, sha256_fields, deterministic=True)
         try:
             with _sqlite_errors(f"opening {where}"):
                 schema.prepare(self._query, self._script, where, read_only=read_only)
@@ -57,13 +51,13 @@ class PythonEngine:
 
     def put(self, record: Record) -> None:
         with _sqlite_errors("put"):
-            self._conn.execute(_PUT_SQL, astuple(record))
+            self._conn.execute(schema.PUT_SQL, astuple(record))
 
     def put_many(self, records: list[Record]) -> None:
         with _sqlite_errors("put_many"):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.executemany(_PUT_SQL, map(astuple, records))
+                self._conn.executemany(schema.PUT_SQL, map(astuple, records))
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
@@ -71,8 +65,24 @@ class PythonEngine:
 
     def forget(self, tenant: str, record_id: str) -> bool:
         with _sqlite_errors("forget"):
-            cursor = self._conn.execute(_FORGET_SQL, (tenant, record_id))
+            cursor = self._conn.execute(schema.FORGET_SQL, (tenant, record_id))
         return cursor.rowcount > 0
+
+    def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Runs one read statement of pyevidence's own (pyevidence/versions.py)."""
+        with _sqlite_errors("reading the history"):
+            return [tuple(row) for row in self._conn.execute(sql, params).fetchall()]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside the block see one consistent state of the database."""
+        with _sqlite_errors("reading the history"):
+            self._conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with _sqlite_errors("reading the history"):
+                self._conn.execute("COMMIT")
 
     def candidates(self, tenant: str, revision: str, now: int) -> list[Candidate]:
         with _sqlite_errors("retrieve"):

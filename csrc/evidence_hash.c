@@ -1,0 +1,173 @@
+/*
+** evidence_hash.c: the scalar function evidence_sha256(), the hash of record versions.
+**
+**   SELECT evidence_sha256('pyevidence content 2', 'team-a', 42);
+**
+** evidence_sha256(a, b, ...) is the SHA-256, as 64 lowercase hex digits, of the
+** arguments in a length-prefixed encoding, so that no two argument lists share
+** an encoding ('ab','c' differs from 'a','bc'). Each argument contributes
+**
+**   text     't' <decimal byte length> ':' <its UTF-8 bytes>
+**   integer  'i' <decimal length of its decimal form> ':' <its decimal form>
+**   NULL     'n0:'
+**
+** Floats and blobs are refused: a version hash must not depend on how a number
+** prints. schema.sql builds the content and chain hashes of evidence_versions
+** from it; pyevidence/versions.py is the same encoding in Python (the engine
+** without this extension registers that one), and tests/test_versions.py
+** proves the two equal on random arguments.
+**
+** SHA-256 itself is FIPS 180-4, written out here so the extension needs no
+** crypto library; tests compare it with Python's hashlib.
+*/
+#include <stdint.h>
+#include <string.h>
+
+#include "evidence_sqlite.h"
+
+typedef struct Sha256 {
+  uint32_t h[8];
+  uint64_t nBytes;       /* message bytes so far */
+  unsigned char buf[64]; /* the block being filled */
+  size_t nBuf;
+} Sha256;
+
+static const uint32_t aRound[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+static uint32_t rotr(uint32_t x, int n) {
+  return (x >> n) | (x << (32 - n));
+}
+
+static void sha256Block(Sha256 *s, const unsigned char *p) {
+  uint32_t w[64], a, b, c, d, e, f, g, h;
+  int i;
+  for (i = 0; i < 16; i++) {
+    w[i] =
+        (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+  }
+  for (i = 16; i < 64; i++) {
+    uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3];
+  e = s->h[4], f = s->h[5], g = s->h[6], h = s->h[7];
+  for (i = 0; i < 64; i++) {
+    uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + aRound[i] + w[i];
+    uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    h = g, g = f, f = e, e = d + t1;
+    d = c, c = b, b = a, a = t1 + t2;
+  }
+  s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d;
+  s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
+}
+
+static void sha256Init(Sha256 *s) {
+  static const uint32_t aInit[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  memcpy(s->h, aInit, sizeof(aInit));
+  s->nBytes = 0;
+  s->nBuf = 0;
+}
+
+static void sha256Update(Sha256 *s, const void *pData, size_t n) {
+  const unsigned char *p = pData;
+  s->nBytes += n;
+  while (n > 0) {
+    size_t nTake = 64 - s->nBuf < n ? 64 - s->nBuf : n;
+    if (s->nBuf == 0 && n >= 64) {
+      sha256Block(s, p); /* whole blocks straight from the input */
+      nTake = 64;
+    } else {
+      memcpy(s->buf + s->nBuf, p, nTake);
+      s->nBuf += nTake;
+      if (s->nBuf == 64) {
+        sha256Block(s, s->buf);
+        s->nBuf = 0;
+      }
+    }
+    p += nTake;
+    n -= nTake;
+  }
+}
+
+/* Pads, finishes and writes the digest as 64 hex digits and a NUL into zHex. */
+static void sha256Hex(Sha256 *s, char zHex[65]) {
+  static const char aDigit[] = "0123456789abcdef";
+  unsigned char aLen[8];
+  uint64_t nBits = s->nBytes * 8;
+  int i;
+  for (i = 0; i < 8; i++) aLen[i] = (unsigned char)(nBits >> (56 - 8 * i));
+  sha256Update(s, "\x80", 1);
+  while (s->nBuf != 56) sha256Update(s, "", 1); /* "" supplies its NUL: one zero byte */
+  sha256Update(s, aLen, 8);
+  for (i = 0; i < 32; i++) {
+    unsigned char byte = (unsigned char)(s->h[i / 4] >> (24 - 8 * (i % 4)));
+    zHex[2 * i] = aDigit[byte >> 4];
+    zHex[2 * i + 1] = aDigit[byte & 15];
+  }
+  zHex[64] = 0;
+}
+
+/* Feeds one argument in the encoding described at the top of this file. */
+static void sha256Field(Sha256 *s, char cTag, const void *pData, size_t n) {
+  char zPrefix[32];
+  sqlite3_snprintf((int)sizeof(zPrefix), zPrefix, "%c%llu:", cTag, (unsigned long long)n);
+  sha256Update(s, zPrefix, strlen(zPrefix));
+  sha256Update(s, pData, n);
+}
+
+static void sha256Func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  Sha256 s;
+  char zHex[65];
+  int i;
+  sha256Init(&s);
+  for (i = 0; i < argc; i++) {
+    switch (sqlite3_value_type(argv[i])) {
+      case SQLITE_TEXT: {
+        const unsigned char *z = sqlite3_value_text(argv[i]);
+        if (z == 0) {
+          sqlite3_result_error_nomem(ctx);
+          return;
+        }
+        sha256Field(&s, 't', z, (size_t)sqlite3_value_bytes(argv[i]));
+        break;
+      }
+      case SQLITE_INTEGER: {
+        char zNum[32];
+        sqlite3_snprintf((int)sizeof(zNum), zNum, "%lld", (long long)sqlite3_value_int64(argv[i]));
+        sha256Field(&s, 'i', zNum, strlen(zNum));
+        break;
+      }
+      case SQLITE_NULL: sha256Field(&s, 'n', "", 0); break;
+      default: {
+        char *zMsg =
+            sqlite3_mprintf("evidence_sha256(): argument %d is a %s; it takes only text, integers and NULL",
+                            i + 1, sqlite3_value_type(argv[i]) == SQLITE_FLOAT ? "float" : "blob");
+        if (zMsg == 0) {
+          sqlite3_result_error_nomem(ctx);
+        } else {
+          sqlite3_result_error(ctx, zMsg, -1);
+          sqlite3_free(zMsg);
+        }
+        return;
+      }
+    }
+  }
+  sha256Hex(&s, zHex);
+  sqlite3_result_text(ctx, zHex, 64, SQLITE_TRANSIENT);
+}
+
+int evidenceHashRegister(sqlite3 *db) {
+  /* INNOCUOUS: the triggers of schema.sql call it, also under trusted_schema=OFF. */
+  const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
+  return sqlite3_create_function(db, "evidence_sha256", -1, flags, 0, sha256Func, 0, 0);
+}

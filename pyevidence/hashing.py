@@ -1,0 +1,34 @@
+"""evidence_sha256: the hash behind record versions, in Python.
+
+The same function as csrc/evidence_hash.c (see the encoding there and in README
+"Versions and citations"); the Python engine registers this one on its
+connection, so the triggers of schema.sql compute identical hashes on both
+engines. tests/test_versions.py proves the two implementations equal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+FIRST_PREVIOUS = ""  # the "previous chain hash" of a tenant's first version
+
+
+def sha256_fields(*fields: str | int | None) -> str:
+    """SHA-256 (64 lowercase hex digits) of the fields in the length-prefixed encoding:
+    text ``t<n>:<n UTF-8 bytes>``, integer ``i<n>:<decimal>``, NULL ``n0:``."""
+    digest = hashlib.sha256()
+    for field in fields:
+        if field is None:
+            digest.update(b"n0:")
+        elif isinstance(field, int) and not isinstance(field, bool):
+            data = str(field).encode("ascii")
+            digest.update(b"i%d:%s" % (len(data), data))
+        elif isinstance(field, str):
+            data = field.encode("utf-8")
+            digest.update(b"t%d:%s" % (len(data), data))
+        else:
+            raise TypeError(
+                f"evidence_sha256(): a field is a {type(field).__name__}; "
+                "it takes only text, integers and NULL"
+            )
+    return digest.hexdigest()

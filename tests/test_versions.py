@@ -1,0 +1,317 @@
+"""Immutable versions, reproducible citations, the hash chain, forget, and the v1 upgrade."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import record, tamper
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import rich_text
+
+from pyevidence import EvidenceStore, SchemaError, ValidationError, native_available, schema
+from pyevidence.cli import main
+from pyevidence.hashing import sha256_fields
+
+FIXTURES = Path(__file__).parent / "fixtures"
+needs_native = pytest.mark.skipif(not native_available(), reason="native engine not built")
+
+# ---- the hash: C and Python are one function
+
+
+fields = st.lists(st.none() | st.integers(min_value=-(2**63), max_value=2**63 - 1) | rich_text, max_size=8)
+
+
+@needs_native
+@given(values=fields)
+def test_c_hash_equals_python_hash(values: list[Any]) -> None:
+    with EvidenceStore(":memory:", engine="native") as store:
+        marks = ", ".join("?" for _ in values)
+        assert store.query(f"SELECT evidence_sha256({marks})", values).rows[0][0] == sha256_fields(*values)
+
+
+def test_hash_encoding_keeps_fields_apart() -> None:
+    assert sha256_fields("ab", "c") != sha256_fields("a", "bc")
+    assert len({sha256_fields(None), sha256_fields(""), sha256_fields(0), sha256_fields("0")}) == 4
+    assert sha256_fields() == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+# ---- versions, history and citations
+
+
+def test_every_put_is_a_new_version_and_old_ones_resolve(store: EvidenceStore) -> None:
+    store.put(**record(body="restart the queue consumer"))
+    cited = store.retrieve(tenant="team-a", revision="v1", query="queue", now=0)[0]
+    store.put(**record(body="drain the queue first"))
+    store.put(**record(body="drain the queue first"))  # same content: still a new version
+    history = store.history(tenant="team-a", record_id="r1")
+    assert [(v.seq, v.operation, v.body) for v in history] == [
+        (1, "put", "restart the queue consumer"),
+        (2, "put", "drain the queue first"),
+        (3, "put", "drain the queue first"),
+    ]
+    assert history[1].content_hash == history[2].content_hash and history[1].version != history[2].version
+    assert cited.version == history[0].version
+    assert cited.cite() == f"runbook://queue/v1@{cited.version}"
+    lookup = store.get_version(tenant="team-a", record_id="r1", version=cited.version)
+    assert lookup.status == "found" and lookup.version == history[0]
+    assert (lookup.version.body, lookup.version.source, lookup.version.revision) == (
+        cited.body,
+        cited.citation,
+        cited.revision,
+    )
+    current = store.retrieve(tenant="team-a", revision="v1", query="queue", now=0)[0]
+    assert current.version == history[2].version and current.body == "drain the queue first"
+
+
+def test_content_hash_is_the_documented_encoding(store: EvidenceStore) -> None:
+    fields = record(body="a\x00b İ")
+    store.put(**fields)
+    (version,) = store.history(tenant="team-a", record_id="r1")
+    args = [fields[k] for k in ("tenant", "record_id", "revision", "kind", "body", "source", "expires_at")]
+    assert version.content_hash == sha256_fields("pyevidence content 2", *args)
+    assert version.chain_hash == sha256_fields(
+        "pyevidence chain 2", "", 1, "r1", 1, "put", version.content_hash
+    )
+
+
+def test_unknown_versions(store: EvidenceStore) -> None:
+    store.put(**record())
+    version = store.history(tenant="team-a", record_id="r1")[0].version
+    digest = version.split("-")[1]
+    for tenant, record_id, asked in [
+        ("team-b", "r1", version),  # another tenant never sees it
+        ("team-a", "r2", version),
+        ("team-a", "r1", f"2-{digest}"),
+        ("team-a", "r1", f"1-{'0' * 64}"),
+    ]:
+        assert store.get_version(tenant=tenant, record_id=record_id, version=asked).status == "unknown"
+    assert store.history(tenant="team-b", record_id="r1") == ()
+
+
+@pytest.mark.parametrize(
+    "bad", ["", "1", "0-" + "a" * 64, "1-" + "A" * 64, "1-abc", 3, None, "1-" + "a" * 65]
+)
+def test_malformed_version_is_a_validation_error(store: EvidenceStore, bad: Any) -> None:
+    with pytest.raises(ValidationError, match="version"):
+        store.get_version(tenant="team-a", record_id="r1", version=bad)
+
+
+def test_put_many_makes_one_version_per_record_in_order(store: EvidenceStore) -> None:
+    store.put_many([record(body="one"), record(body="two"), record(record_id="r2", body="three")])
+    assert [v.body for v in store.history(tenant="team-a", record_id="r1")] == ["one", "two"]
+    assert [v.chain_seq for v in store.history(tenant="team-a", record_id="r2")] == [3]
+    with pytest.raises(ValidationError):
+        store.put_many([record(body="four"), record(kind="bogus")])
+    assert len(store.history(tenant="team-a", record_id="r1")) == 2  # nothing of the failed batch
+
+
+# ---- forget
+
+
+def test_forget_erases_every_version_and_keeps_a_verifiable_tombstone(
+    open_store: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "forget.db"
+    secret = "the root password is hunter2-zebra"
+    with open_store(path) as store:
+        store.put(**record(body=f"{secret} v1"))
+        cited = store.history(tenant="team-a", record_id="r1")[0]
+        store.put(**record(body=f"{secret} v2"))
+        store.put(**record(record_id="r2", body="unrelated queue runbook"))
+        assert store.forget(tenant="team-a", record_id="r1") is True
+        history = store.history(tenant="team-a", record_id="r1")
+        assert [(v.operation, v.body, v.source, v.expires_at) for v in history] == [
+            ("put", None, None, None),
+            ("put", None, None, None),
+            ("forget", None, None, None),
+        ]
+        assert all(v.forgotten for v in history)
+        lookup = store.get_version(tenant="team-a", record_id="r1", version=cited.version)
+        assert lookup.status == "forgotten" and lookup.version is not None and lookup.version.body is None
+        assert store.verify(tenant="team-a").ok
+        assert store.retrieve(tenant="team-a", revision="v1", query="password", now=0).eligible_count == 1
+        assert store.forget(tenant="team-a", record_id="r1") is False  # nothing left to forget
+        store.put(**record(body="a fresh start"))
+        assert [v.seq for v in store.history(tenant="team-a", record_id="r1")] == [1, 2, 3, 4]
+        assert store.history(tenant="team-a", record_id="r1")[-1].body == "a fresh start"
+    # secure_delete: the forgotten text is gone from the file, free pages included.
+    assert b"hunter2-zebra" not in path.read_bytes()
+
+
+# ---- immutability, enforced by the schema
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("UPDATE evidence_versions SET body = 'rewritten'", "immutable"),
+        (
+            "UPDATE evidence_versions SET body = NULL, revision = NULL, kind = NULL, source = NULL,"
+            " expires_at = NULL",
+            "immutable",
+        ),
+        ("DELETE FROM evidence_versions", "never deleted"),
+        ("UPDATE evidence SET body = 'rewritten'", "evidence_put"),
+        (
+            "INSERT INTO evidence (tenant, revision, expires_at, record_id, kind, body, source, version,"
+            " content_hash) VALUES ('team-a', 'v1', 9, 'x', 'runbook', 'b', 's', 1, 'h')",
+            "evidence_put",
+        ),
+    ],
+)
+def test_raw_sql_cannot_rewrite_history(open_store: Any, tmp_path: Path, sql: str, message: str) -> None:
+    path = tmp_path / "raw.db"
+    with open_store(path) as store:
+        store.put(**record())
+    before = path.read_bytes()
+    conn = sqlite3.connect(path)
+    with pytest.raises(sqlite3.IntegrityError, match=message):
+        conn.execute(sql)
+    conn.close()
+    assert path.read_bytes() == before
+
+
+def test_delete_from_evidence_in_sql_is_a_forget(open_store: Any, tmp_path: Path) -> None:
+    path = tmp_path / "sqlforget.db"
+    with open_store(path) as store:
+        store.put(**record())
+    conn = sqlite3.connect(path)
+    conn.create_function("evidence_sha256", -1, sha256_fields, deterministic=True)
+    with conn:
+        conn.execute("DELETE FROM evidence WHERE tenant = 'team-a' AND record_id = 'r1'")
+    conn.close()
+    with open_store(path) as store:
+        assert [v.operation for v in store.history(tenant="team-a", record_id="r1")] == ["put", "forget"]
+        assert store.verify(tenant="team-a").ok
+
+
+# ---- verify finds tampering
+
+
+def _three_versions(open_store: Any, path: Path) -> None:
+    with open_store(path) as store:
+        store.put(**record(body="first"))
+        store.put(**record(record_id="r2", body="second"))
+        store.put(**record(body="third"))
+        store.put(**record(tenant="team-b", body="other tenant"))
+
+
+@pytest.mark.parametrize(
+    ("statements", "chain_seq", "reason"),
+    [
+        (
+            ["UPDATE evidence_versions SET body = 'edited' WHERE tenant = 'team-a' AND chain_seq = 2"],
+            2,
+            "content does not match",
+        ),
+        (
+            ["UPDATE evidence SET body = 'edited' WHERE tenant = 'team-a' AND record_id = 'r1'"],
+            3,
+            "current row differs",
+        ),
+        (
+            ["DELETE FROM evidence_versions WHERE tenant = 'team-a' AND chain_seq = 2"],
+            3,
+            "position 2 is missing",
+        ),
+        (
+            [
+                "UPDATE evidence_versions SET chain_hash = '"
+                + "0" * 64
+                + "' WHERE tenant = 'team-a' AND chain_seq = 1"
+            ],
+            1,
+            "chain hash does not match",
+        ),
+        (
+            [
+                "UPDATE evidence_versions SET revision = NULL, kind = NULL, body = NULL, source = NULL,"
+                " expires_at = NULL WHERE tenant = 'team-a' AND chain_seq = 1"
+            ],
+            1,
+            "never forgotten",
+        ),
+        (["DELETE FROM evidence WHERE tenant = 'team-a' AND record_id = 'r2'"], 2, "current row is missing"),
+    ],
+)
+def test_verify_reports_the_first_broken_link(
+    open_store: Any, tmp_path: Path, statements: list[str], chain_seq: int, reason: str
+) -> None:
+    path = tmp_path / "tampered.db"
+    _three_versions(open_store, path)
+    with open_store(path) as store:
+        assert store.verify(tenant="team-a").ok
+    tamper(path, *statements)
+    with open_store(path) as store:
+        result = store.verify(tenant="team-a")
+        assert not result.ok and result.broken is not None
+        assert (result.broken.chain_seq, reason in result.broken.reason) == (chain_seq, True), result
+        assert store.verify(tenant="team-b").ok  # another tenant's chain is its own
+
+
+def test_cli_history_get_version_and_verify(open_store: Any, tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "cli.db"
+    _three_versions(open_store, path)
+    common = ["--db", str(path), "--tenant", "team-a"]
+    assert main(["history", *common, "--record-id", "r1"]) == 0
+    listed = json.loads(capsys.readouterr().out)["versions"]
+    assert [v["body"] for v in listed] == ["first", "third"]
+    assert main(["get-version", *common, "--record-id", "r1", "--version", listed[0]["version"]]) == 0
+    assert json.loads(capsys.readouterr().out)["version"]["body"] == "first"
+    assert main(["verify", *common]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+    tamper(path, "UPDATE evidence_versions SET body = 'edited' WHERE tenant = 'team-a' AND chain_seq = 1")
+    assert main(["verify", *common]) == 1
+    assert json.loads(capsys.readouterr().out)["broken"]["chain_seq"] == 1
+    assert main(["get-version", *common, "--record-id", "r1", "--version", "nope"]) == 2
+
+
+# ---- the upgrade from schema version 1 (pyevidence 0.1.0)
+
+
+def test_a_database_made_by_0_1_0_is_upgraded_on_open(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    shutil.copy(FIXTURES / "v1_store.db", path)
+    expected = json.loads((FIXTURES / "v1_retrievals.json").read_text())
+    with EvidenceStore(path, engine=engine) as store:
+        for old in expected:
+            tenant, revision, query, now = old["scope"]
+            result = store.retrieve(tenant=tenant, revision=revision, query=query, now=now).to_dict()
+            for hit in result["hits"]:
+                assert hit.pop("version").startswith("1-")
+            assert result == {"eligible_count": old["eligible_count"], "hits": old["hits"]}
+        for tenant in ("team-a", "team-b"):
+            assert store.verify(tenant=tenant).ok
+        (version,) = store.history(tenant="team-a", record_id="note-nul")
+        assert version.body == "queue\x00lag with a NUL inside" and version.chain_seq == 2  # record_id order
+        assert store.history(tenant="team-a", record_id="forgotten") == ()  # 0.1.0 deleted it outright
+        store.put(**record(record_id="runbook-queue", body="updated after the upgrade"))
+        assert [v.seq for v in store.history(tenant="team-a", record_id="runbook-queue")] == [1, 2]
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")
+        assert frozenset(rows.fetchall()) == schema.expected_objects()
+        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    conn.close()
+
+
+def test_a_version_1_database_is_not_upgraded_read_only_or_when_altered(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    shutil.copy(FIXTURES / "v1_store.db", path)
+    before = path.read_bytes()
+    with pytest.raises(SchemaError, match="open it once without read_only"):
+        EvidenceStore(path, engine=engine, read_only=True)
+    assert path.read_bytes() == before
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE INDEX extra ON evidence (body)")
+    conn.close()
+    altered = path.read_bytes()
+    with pytest.raises(SchemaError, match="tables differ from what that version created"):
+        EvidenceStore(path, engine=engine)
+    assert path.read_bytes() == altered
