@@ -1,6 +1,7 @@
 """Crash test: a child streams puts and forgets and is killed with SIGKILL at random
-moments, many times. After every kill the database passes PRAGMA integrity_check and
-holds every acknowledged operation (the one in flight may or may not have landed).
+moments, many times. After every kill the database passes PRAGMA integrity_check,
+its version chain verifies, and it holds every acknowledged operation (the one in
+flight may or may not have landed).
 
 CRASH_KILLS sets the number of kills (default 24; make test-crash runs 400).
 """
@@ -85,6 +86,9 @@ def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
         assert check == "ok", f"kill {kill}: integrity_check says {check}"
         allowed = [state] + ([apply(state, pending)] if pending else [])
         assert actual in allowed, f"kill {kill} ({engine}): an acknowledged operation is missing or wrong"
+        with EvidenceStore(path, engine=engine, read_only=True) as store:
+            verified = store.verify(tenant="crash")
+        assert verified.ok, f"kill {kill} ({engine}): the version chain is broken: {verified.broken}"
         state = actual  # the in-flight operation either landed or not; go on from what is there
     assert acked_total > KILLS, "the children acknowledged too little work for the test to mean anything"
     print(f"crash test: {KILLS} kills survived, {acked_total} acknowledged operations checked")

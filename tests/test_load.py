@@ -60,6 +60,10 @@ def test_concurrent_processes_and_threads(tmp_path: Path) -> None:
     acked = {tuple(p) for r in reports for p in r["puts"]} - forgotten
     assert acked <= present, f"{len(acked - present)} acknowledged puts are missing"
     assert not (forgotten & present), "a forgotten record came back"
+    with EvidenceStore(path, engine="python", read_only=True) as store:
+        for tenant in sorted({tenant for tenant, _ in present | forgotten}):
+            verified = store.verify(tenant=tenant)
+            assert verified.ok, f"concurrent writers broke {tenant}'s version chain: {verified.broken}"
     assert ops > 100
     print(
         f"load test: {ops} operations in {SECONDS:.0f} s by 6 threads in 3 processes"
