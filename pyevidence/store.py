@@ -132,13 +132,13 @@ class EvidenceStore:
             engine.put(record)
 
     def put_many(self, records: Iterable[Record | Mapping[str, Any]]) -> int:
-        """Insert or replace many records in one transaction: all of them or none.
+        """Store a new version of many records in one transaction: all of them or none.
 
         Each record is a ``Record`` or a mapping of put()'s keyword arguments. Every
         record is validated first; a bad one raises ValidationError naming its index
         and field (``records[3].kind``) and nothing is written. Within one call, a
-        later record with the same (tenant, record_id) replaces an earlier one, as
-        separate puts would. Returns the number of records written.
+        later record with the same (tenant, record_id) is the next version after the
+        earlier one, as separate puts would. Returns the number of records written.
         """
         checked = validation.records(records, self._limits)
         self._writable("put_many")
