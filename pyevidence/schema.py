@@ -111,7 +111,7 @@ def ensure(query: Query, script: Script, where: str) -> None:
             script("ROLLBACK;")
             raise
         script("COMMIT;")
-    if _version(query) < SCHEMA_VERSION and _version(query) in MIGRATIONS:
+    if needs_migration(query):
         _migrate(query, script, where)
     version = _version(query)
     if version > SCHEMA_VERSION:
