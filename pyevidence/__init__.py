@@ -23,12 +23,14 @@ from .records import (
     QueryResult,
     Record,
     Retrieval,
+    ScorerCost,
     Verification,
     Version,
     VersionLookup,
 )
+from .remote import RemoteScorer
 from .scoped import ScopedStore
-from .scoring import Scorer, TokenScorer
+from .scoring import Scorer, SetRanker, TokenScorer
 from .store import EvidenceStore, native_available
 from .tokens import token_overlap
 
@@ -45,11 +47,14 @@ __all__ = [
     "Limits",
     "QueryResult",
     "Record",
+    "RemoteScorer",
     "Retrieval",
     "SchemaError",
     "ScopedStore",
     "Scorer",
+    "ScorerCost",
     "ScorerError",
+    "SetRanker",
     "StoreError",
     "TokenScorer",
     "ValidationError",

@@ -181,6 +181,46 @@ class Verification:
 
 
 @dataclass(frozen=True)
+class ScorerCost:
+    """What a remote scorer spent: on one retrieve (``Retrieval.cost``) or in total
+    (``RemoteScorer.totals``). ``requests`` counts HTTP requests sent, retries
+    included; ``retries`` how many of them were repeats; ``candidates_sent`` and
+    ``bytes_sent`` (request bodies) add up every request sent; ``bytes_received``
+    the response bodies read; ``elapsed_seconds`` the wall-clock time spent."""
+
+    requests: int = 0
+    retries: int = 0
+    candidates_sent: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    elapsed_seconds: float = 0.0
+
+    def __add__(self, other: ScorerCost) -> ScorerCost:
+        return ScorerCost(
+            requests=self.requests + other.requests,
+            retries=self.retries + other.retries,
+            candidates_sent=self.candidates_sent + other.candidates_sent,
+            bytes_sent=self.bytes_sent + other.bytes_sent,
+            bytes_received=self.bytes_received + other.bytes_received,
+            elapsed_seconds=self.elapsed_seconds + other.elapsed_seconds,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "retries": self.retries,
+            "candidates_sent": self.candidates_sent,
+            "bytes_sent": self.bytes_sent,
+            "bytes_received": self.bytes_received,
+            "elapsed_seconds": self.elapsed_seconds,
+        }
+
+
+# Retrieval.status values.
+OK, DEGRADED, UNAVAILABLE = "ok", "degraded", "unavailable"
+
+
+@dataclass(frozen=True)
 class Retrieval(Sequence[Hit]):
     """The ranked hits of one retrieve() call, best first.
 
@@ -188,10 +228,24 @@ class Retrieval(Sequence[Hit]):
     expired) before scoring, so a caller can tell "nothing in scope" (0) from
     "nothing matched" (> 0 with no hits). An empty Retrieval means *no evidence
     found*: it is not evidence that no problem exists.
+
+    ``status`` says whether the scorer asked for did the ranking: "ok"; "degraded"
+    (it failed and the fallback scorer configured on it ranked instead); or
+    "unavailable" (it failed, there is no fallback, and there are no hits: the
+    records were *not ranked*, which is not "no evidence"). ``ranked_by`` names the
+    scorer that ranked the hits, ``reason`` says why a scorer failed (else None).
+    ``unranked_count`` counts eligible records the scorer could not rank (for a
+    VectorScorer: no stored vector of its model). ``cost`` is what a remote scorer
+    spent on this call (else None).
     """
 
     hits: tuple[Hit, ...]
     eligible_count: int
+    status: str = OK
+    ranked_by: str = "token_overlap"
+    reason: str | None = None
+    unranked_count: int = 0
+    cost: ScorerCost | None = None
 
     @overload
     def __getitem__(self, index: int) -> Hit: ...
@@ -208,7 +262,12 @@ class Retrieval(Sequence[Hit]):
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "status": self.status,
+            "ranked_by": self.ranked_by,
+            "reason": self.reason,
             "eligible_count": self.eligible_count,
+            "unranked_count": self.unranked_count,
+            "cost": self.cost.to_dict() if self.cost else None,
             "hits": [hit.to_dict() for hit in self.hits],
         }
 

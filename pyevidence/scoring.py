@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from . import tokens
 from .errors import ScorerError
-from .records import Candidate, Hit, version_id
+from .records import Candidate, Hit, Retrieval, version_id
 
 
 @runtime_checkable
 class Scorer(Protocol):
     def score(self, query: str, body: str) -> int | float: ...
+
+
+@runtime_checkable
+class SetRanker(Protocol):
+    """A scorer that ranks the whole eligible set at once (RemoteScorer): it gets every
+    eligible candidate, in record id order, and returns the Retrieval itself."""
+
+    def rank_candidates(self, query: str, candidates: Sequence[Candidate], limit: int) -> Retrieval: ...
 
 
 class TokenScorer:
@@ -60,16 +68,28 @@ def _checked(score: object, record_id: str) -> int | float:
 
 
 def rank(query: str, candidates: Iterable[Candidate], scorer: Scorer, limit: int) -> tuple[Hit, ...]:
-    """The ranking order, in one place: positive scores only, highest first, ties by
-    record id ascending (code point order, the same as SQLite's BINARY collation on
-    UTF-8), at most ``limit`` hits."""
+    """The ranking order of score() scorers: positive scores only, highest first,
+    ties by record id (see order)."""
     scored = []
     for candidate in candidates:
         score = _checked(scorer.score(query, candidate.body), candidate.record_id)
         if score > 0:
             scored.append((score, candidate))
-    scored.sort(key=lambda pair: (-pair[0], pair[1].record_id))
-    return tuple(hit_from(candidate, score) for score, candidate in scored[:limit])
+    return order(scored, limit)
+
+
+def order(scored: Iterable[tuple[int | float, Candidate]], limit: int) -> tuple[Hit, ...]:
+    """The ranking order, in one place: highest score first, ties by record id
+    ascending (code point order, the same as SQLite's BINARY collation on UTF-8),
+    at most ``limit`` hits."""
+    ranked = sorted(scored, key=lambda pair: (-pair[0], pair[1].record_id))
+    return tuple(hit_from(candidate, score) for score, candidate in ranked[:limit])
+
+
+def scorer_name(scorer: object) -> str:
+    """What Retrieval.ranked_by says for ``scorer``: its ``name``, else its class name."""
+    name = getattr(scorer, "name", None)
+    return name if isinstance(name, str) and name else type(scorer).__name__
 
 
 def hit_from(candidate: Candidate, score: int | float) -> Hit:

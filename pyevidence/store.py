@@ -12,11 +12,11 @@ from typing import Any
 
 from . import validation, versions
 from .engines.python_engine import PythonEngine
-from .errors import EngineUnavailableError, StoreError, ValidationError
+from .errors import EngineUnavailableError, ScorerError, StoreError, ValidationError
 from .limits import DEFAULT_LIMITS, Limits
 from .records import QueryResult, Record, Retrieval, Verification, Version, VersionLookup
 from .scoped import ScopedStore
-from .scoring import Scorer, TokenScorer, rank
+from .scoring import Scorer, SetRanker, TokenScorer, rank, scorer_name
 
 ENGINES = ("auto", "native", "python")
 
@@ -154,7 +154,7 @@ class EvidenceStore:
         query: str,
         now: int,
         limit: int = 5,
-        scorer: Scorer | None = None,
+        scorer: Scorer | SetRanker | None = None,
     ) -> Retrieval:
         """The records of ``tenant`` at ``revision`` with ``expires_at > now`` that
         score above zero for ``query``, best first, ties by record id, at most
@@ -169,16 +169,24 @@ class EvidenceStore:
         )
         query = validation.query(query, self._limits)
         limit = validation.limit(limit)
-        if scorer is not None and not callable(getattr(scorer, "score", None)):
-            raise ValidationError("scorer", "must have a score(query, body) method")
+        if scorer is not None and not isinstance(scorer, (Scorer, SetRanker)):
+            raise ValidationError(
+                "scorer",
+                "must have a score(query, body) or a rank_candidates(query, candidates, limit) method",
+            )
         with self._engine_locked() as engine:
             if scorer is None and hasattr(engine, "rank_by_tokens"):
                 hits, eligible = engine.rank_by_tokens(tenant, revision, now, query, limit)
                 return Retrieval(hits=hits, eligible_count=eligible)
             candidates = engine.candidates(tenant, revision, now)
         # Scoring happens outside the lock: a slow scorer must not stall other threads.
-        hits = rank(query, candidates, scorer or TokenScorer(), limit)
-        return Retrieval(hits=hits, eligible_count=len(candidates))
+        if isinstance(scorer, SetRanker):
+            return _checked_retrieval(
+                scorer.rank_candidates(query, candidates, limit), len(candidates), limit
+            )
+        scorer = scorer or TokenScorer()
+        hits = rank(query, candidates, scorer, limit)
+        return Retrieval(hits=hits, eligible_count=len(candidates), ranked_by=scorer_name(scorer))
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> QueryResult:
         """Run one read-only SQL statement on the native engine's connection, where
@@ -282,3 +290,13 @@ class EvidenceStore:
             if self._closed:
                 raise StoreError("this EvidenceStore is closed")
             yield self._engine
+
+
+def _checked_retrieval(result: object, eligible: int, limit: int) -> Retrieval:
+    """A set ranker's answer, held to the contract retrieve() promises its callers."""
+    if not isinstance(result, Retrieval) or result.eligible_count != eligible or len(result.hits) > limit:
+        raise ScorerError(
+            "rank_candidates() must return a Retrieval of the candidates it was given, "
+            f"with at most {limit} hits"
+        )
+    return result

@@ -77,3 +77,44 @@ def test_other_real_numbers_are_accepted_as_plain_numbers(store: EvidenceStore) 
 
     (hit,) = store.retrieve(tenant="team-a", revision="v1", query="q", now=0, scorer=Frac())
     assert hit.score == 0.25 and type(hit.score) is float
+
+
+def test_the_result_names_the_scorer_that_ranked_it(store: EvidenceStore) -> None:
+    store.put(**record())
+    default = store.retrieve(tenant="team-a", revision="v1", query="queue", now=0)
+    assert (default.status, default.ranked_by, default.reason, default.cost) == (
+        "ok",
+        "token_overlap",
+        None,
+        None,
+    )
+
+    class Named:
+        name = "body-length"
+
+        def score(self, query: str, body: str) -> int:
+            return len(body)
+
+    assert (
+        store.retrieve(tenant="team-a", revision="v1", query="q", now=0, scorer=Named()).ranked_by
+        == "body-length"
+    )
+    assert (
+        store.retrieve(tenant="team-a", revision="v1", query="q", now=0, scorer=Recording()).ranked_by
+        == "Recording"
+    )
+
+
+def test_a_set_ranker_must_answer_for_the_candidates_it_was_given(store: EvidenceStore) -> None:
+    from pyevidence import Retrieval
+
+    store.put(**record())
+
+    class Liar:
+        def rank_candidates(self, query: str, candidates: Any, limit: int) -> Retrieval:
+            return Retrieval(hits=(), eligible_count=len(candidates) + 1)
+
+    with pytest.raises(ScorerError, match="rank_candidates"):
+        store.retrieve(tenant="team-a", revision="v1", query="q", now=0, scorer=Liar())
+    with pytest.raises(Exception, match="score\\(query, body\\) or a rank_candidates"):
+        store.retrieve(tenant="team-a", revision="v1", query="q", now=0, scorer=object())  # type: ignore[arg-type]
