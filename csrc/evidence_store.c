@@ -77,6 +77,19 @@ int evidence_store_open(const char *path, int read_only, EvidenceStore **out) {
   return rc == SQLITE_OK ? SQLITE_OK : storeDbError(p, rc);
 }
 
+int evidence_store_load_extension(EvidenceStore *p, const char *path, const char *entry_point) {
+  char *zErr = 0;
+  int rc = sqlite3_db_config(p->db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 1, (int *)0);
+  if (rc != SQLITE_OK) return storeDbError(p, rc);
+  rc = sqlite3_load_extension(p->db, path, entry_point, &zErr);
+  sqlite3_db_config(p->db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, (int *)0);
+  if (rc != SQLITE_OK) {
+    storeError(p, rc, zErr ? zErr : sqlite3_errstr(rc));
+    sqlite3_free(zErr);
+  }
+  return rc;
+}
+
 void evidence_store_close(EvidenceStore *p) {
   int i;
   if (p == 0) return;

@@ -74,6 +74,12 @@ int evidence_store_open(const char *path, int read_only, EvidenceStore **out);
 void evidence_store_close(EvidenceStore *store);
 const char *evidence_store_errmsg(EvidenceStore *store);
 
+/* Loads a SQLite extension (sqlite-vec) from the file at the UTF-8 path into this
+** connection only. Extension loading is switched on for this one call through
+** sqlite3_db_config, so SQL can never load a library itself (load_extension()
+** stays off). */
+int evidence_store_load_extension(EvidenceStore *store, const char *path, const char *entry_point);
+
 /* Runs SQL text of one or more statements, discarding any rows. */
 int evidence_store_exec(EvidenceStore *store, const char *sql, size_t sql_len);
 

@@ -33,6 +33,8 @@ from .scoped import ScopedStore
 from .scoring import Scorer, SetRanker, TokenScorer
 from .store import EvidenceStore, native_available
 from .tokens import token_overlap
+from .vector_scoring import HybridScorer, VectorScorer
+from .vectors import Embedder
 
 __version__ = "0.2.0"
 
@@ -40,10 +42,12 @@ __all__ = [
     "KINDS",
     "Candidate",
     "ChainBreak",
+    "Embedder",
     "EngineUnavailableError",
     "EvidenceError",
     "EvidenceStore",
     "Hit",
+    "HybridScorer",
     "Limits",
     "QueryResult",
     "Record",
@@ -58,6 +62,7 @@ __all__ = [
     "StoreError",
     "TokenScorer",
     "ValidationError",
+    "VectorScorer",
     "Verification",
     "Version",
     "VersionLookup",

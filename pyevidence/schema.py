@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import SchemaError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Connection settings, applied by prepare() on every connection of both engines.
 # The busy timeout makes a writer wait for a lock instead of failing at once.
@@ -58,6 +58,46 @@ PUT_SQL = (
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
 )
 FORGET_SQL = "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2"
+
+# Vectors (pyevidence/vector_scoring.py). A put with a vector runs PUT_SQL and then
+# VECTOR_PUT_SQL in one transaction: the vector is tied to the version just stored.
+VECTOR_PUT_SQL = (
+    "INSERT INTO evidence_vectors (tenant, record_id, version, model, dims, embedding)"
+    " SELECT tenant, record_id, version, ?3, ?4, ?5 FROM evidence WHERE tenant = ?1 AND record_id = ?2"
+)
+_VECTOR_JOIN = (
+    " AS v ON v.tenant = ?1 AND v.record_id = e.record_id AND v.version = e.version"
+    " AND v.model = ?4 AND v.dims = ?5"
+)
+_CANDIDATE_COLUMNS = (
+    "e.record_id, e.revision, e.kind, e.body, e.source, e.expires_at, e.version, e.content_hash"
+)
+# The Python engine: every eligible row, with its vector of the model or NULL.
+VECTOR_ROWS_SQL = (
+    f"SELECT {_CANDIDATE_COLUMNS}, v.embedding FROM evidence AS e LEFT JOIN evidence_vectors{_VECTOR_JOIN}"
+    " WHERE e.tenant = ?1 AND e.revision = ?2 AND e.expires_at > ?3 ORDER BY e.record_id"
+)
+# The native engine, inside SQLite with sqlite-vec: the same rows with the distance
+# instead of the vector, and the vector ranking rule of vector_scoring.vector_order
+# in SQL. The eligible rows come first (CROSS JOIN keeps the planner from starting
+# at the vectors); OFFSET 0 keeps the distance from being computed twice.
+VECTOR_CANDIDATES_SQL = (
+    f"SELECT {_CANDIDATE_COLUMNS},"
+    " CASE WHEN v.embedding IS NULL THEN NULL ELSE vec_distance_cosine(v.embedding, ?6) END"
+    f" FROM evidence_eligible(?1, ?2, ?3) AS e LEFT JOIN evidence_vectors{_VECTOR_JOIN} ORDER BY e.record_id"
+)
+VECTOR_RANK_SQL = (
+    "SELECT record_id, revision, kind, body, source, expires_at, version, content_hash, 1.0 - distance"
+    f" FROM (SELECT {_CANDIDATE_COLUMNS}, vec_distance_cosine(v.embedding, ?6) AS distance"
+    "  FROM evidence_eligible(?1, ?2, ?3) AS e CROSS JOIN evidence_vectors AS v"
+    "  WHERE v.tenant = ?1 AND v.record_id = e.record_id AND v.version = e.version"
+    "    AND v.model = ?4 AND v.dims = ?5 LIMIT -1 OFFSET 0)"
+    " WHERE 1.0 - distance > ?7 ORDER BY distance, record_id LIMIT ?8"
+)
+VECTOR_COUNT_SQL = (
+    "SELECT count(*), count(*) - count(v.record_id)"
+    f" FROM evidence_eligible(?1, ?2, ?3) AS e LEFT JOIN evidence_vectors{_VECTOR_JOIN}"
+)
 
 Query = Callable[[str], Sequence[Sequence[Any]]]
 Script = Callable[[str], None]
@@ -130,7 +170,7 @@ def ensure(query: Query, script: Script, where: str) -> None:
 
 # Earlier schema versions this release upgrades in place: version -> (the
 # schema that version created, frozen; the script that upgrades it to the next).
-MIGRATIONS = {1: ("schema_v1.sql", "v1_to_v2.sql")}
+MIGRATIONS = {1: ("schema_v1.sql", "v1_to_v2.sql"), 2: ("schema_v2.sql", "v2_to_v3.sql")}
 _INCLUDE_SCHEMA = "-- @include schema.sql\n"
 
 

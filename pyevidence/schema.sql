@@ -1,16 +1,17 @@
--- pyevidence schema, version 2. The one definition of the storage layout:
+-- pyevidence schema, version 3. The one definition of the storage layout:
 -- both engines execute this file as-is, and so can a plain SQL user whose
 -- connection has the pyevidence extension loaded (the triggers call its
 -- evidence_sha256()):
 --   sqlite3 evidence.db '.load ./evidence' '.read schema.sql'
 --
--- Two tables. evidence_versions is the history: every put of a (tenant,
+-- Three tables. evidence_versions is the history: every put of a (tenant,
 -- record_id) appends an immutable version, and every forget appends a
 -- tombstone; each tenant's versions form a hash chain. evidence is the
 -- current pointer: the latest version of each live record, copied into the
 -- layout the ranking scan reads (see below). Writes go through the view
 -- evidence_put (INSERT = put) and DELETE FROM evidence (= forget); the
--- triggers keep the two tables consistent and refuse anything else.
+-- triggers keep the tables consistent and refuse anything else. evidence_vectors
+-- holds an optional embedding of each current record, for vector ranking.
 --
 -- The CHECK constraints repeat the put() validation rules as a guard, so a
 -- raw-SQL writer cannot store a row the API would reject. "Non-empty" means
@@ -180,4 +181,44 @@ BEGIN
   SELECT RAISE(ABORT, 'evidence_versions rows are never deleted; forget erases their content instead');
 END;
 
-PRAGMA user_version = 2;
+-- One embedding per current record, for VectorScorer: a little-endian float32
+-- vector of `dims` components (the layout sqlite-vec reads), made by the
+-- embedding model `model` from the body of version `version`. A vector always
+-- belongs to the record's current version: put and forget drop it (the
+-- triggers below), and a vector for any other version is refused, so a
+-- replaced or forgotten record never leaves a stale vector behind.
+CREATE TABLE IF NOT EXISTS evidence_vectors (
+  tenant    TEXT    NOT NULL,
+  record_id TEXT    NOT NULL,
+  version   INTEGER NOT NULL,
+  model     TEXT    NOT NULL CHECK (model <> ''),
+  dims      INTEGER NOT NULL CHECK (dims BETWEEN 1 AND 8192),
+  embedding BLOB    NOT NULL CHECK (length(embedding) = 4 * dims),
+  PRIMARY KEY (tenant, record_id)
+) STRICT, WITHOUT ROWID;
+
+CREATE TRIGGER IF NOT EXISTS evidence_vectors_belong_to_the_current_version BEFORE INSERT ON evidence_vectors
+WHEN NOT EXISTS (SELECT 1 FROM evidence AS e
+                  WHERE e.tenant = NEW.tenant AND e.record_id = NEW.record_id AND e.version = NEW.version)
+BEGIN
+  SELECT RAISE(ABORT, 'evidence_vectors: a vector is stored for the current version of a stored record only');
+END;
+
+CREATE TRIGGER IF NOT EXISTS evidence_vectors_are_not_updated BEFORE UPDATE ON evidence_vectors
+BEGIN
+  SELECT RAISE(ABORT, 'evidence_vectors rows are not updated; put the record again with its new vector');
+END;
+
+-- A put replaces the current row (an UPDATE through evidence_put's upsert), a
+-- forget deletes it: either way the record's vector, made from the old body, goes.
+CREATE TRIGGER IF NOT EXISTS evidence_vectors_follow_puts AFTER UPDATE ON evidence
+BEGIN
+  DELETE FROM evidence_vectors WHERE tenant = OLD.tenant AND record_id = OLD.record_id;
+END;
+
+CREATE TRIGGER IF NOT EXISTS evidence_vectors_follow_forgets AFTER DELETE ON evidence
+BEGIN
+  DELETE FROM evidence_vectors WHERE tenant = OLD.tenant AND record_id = OLD.record_id;
+END;
+
+PRAGMA user_version = 3;

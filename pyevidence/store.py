@@ -17,6 +17,8 @@ from .limits import DEFAULT_LIMITS, Limits
 from .records import QueryResult, Record, Retrieval, Verification, Version, VersionLookup
 from .scoped import ScopedStore
 from .scoring import Scorer, SetRanker, TokenScorer, rank, scorer_name
+from .vector_scoring import HybridScorer, InStoreRanker, VectorScorer
+from .vectors import Embedder, Vector, vector
 
 ENGINES = ("auto", "native", "python")
 
@@ -58,7 +60,8 @@ class EvidenceStore:
     ``"auto"`` (native when built, else python); ``store.engine`` tells which one
     runs. ``limits`` caps the size of texts it accepts (see Limits). With
     ``read_only=True`` an existing store is opened as it is: retrieve, query and
-    backup work, put, put_many and forget raise StoreError. A store may
+    backup work, put, put_many and forget raise StoreError. With an ``embedder``
+    every put also stores the body's vector, for VectorScorer. A store may
     be shared between threads: calls on one store are serialised by a lock. Use
     it as a context manager or call ``close()``.
     """
@@ -70,6 +73,7 @@ class EvidenceStore:
         engine: str = "auto",
         limits: Limits = DEFAULT_LIMITS,
         read_only: bool = False,
+        embedder: Embedder | None = None,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise ValidationError("path", f"must be a file path or ':memory:', got {type(path).__name__}")
@@ -82,8 +86,13 @@ class EvidenceStore:
             raise ValidationError("read_only", f"must be True or False, got {read_only!r}")
         if read_only and os.fspath(path) == ":memory:":
             raise ValidationError("read_only", "an in-memory database cannot be opened read-only")
+        if embedder is not None and not isinstance(embedder, Embedder):
+            raise ValidationError(
+                "embedder", f"must be a pyevidence.Embedder or None, got {type(embedder).__name__}"
+            )
         self._limits = limits
         self._read_only = read_only
+        self._embedder = embedder
         self._engine = _open_engine(path, engine, read_only)
         self._lock = threading.Lock()
         self._closed = False
@@ -108,6 +117,7 @@ class EvidenceStore:
         body: str,
         source: str,
         expires_at: int,
+        embedding: Sequence[float] | None = None,
     ) -> None:
         """Store a new version of the record (tenant, record_id), atomically; it
         becomes the current one, and the earlier versions stay in its history.
@@ -116,6 +126,11 @@ class EvidenceStore:
         non-empty (whitespace-only counts as empty); ``expires_at`` is an integer
         in 0..2**63-1, in the caller's logical time. Raises ValidationError naming
         the field, with nothing written, when any rule is broken.
+
+        With the store's ``embedder`` the version's vector is stored with it, in the
+        same transaction: ``embedding`` if given (made by the embedder's model), else
+        the embedder's vector of ``body``. Without one, the record has no vector (a
+        vector of an earlier version never outlives it).
         """
         record = validation.record(
             tenant=tenant,
@@ -128,10 +143,16 @@ class EvidenceStore:
             limits=self._limits,
         )
         self._writable("put")
+        vector = self._vector_of(record, embedding, "embedding")
         with self._engine_locked() as engine:
-            engine.put(record)
+            engine.put(record, vector)
 
-    def put_many(self, records: Iterable[Record | Mapping[str, Any]]) -> int:
+    def put_many(
+        self,
+        records: Iterable[Record | Mapping[str, Any]],
+        *,
+        embeddings: Sequence[Sequence[float] | None] | None = None,
+    ) -> int:
         """Store a new version of many records in one transaction: all of them or none.
 
         Each record is a ``Record`` or a mapping of put()'s keyword arguments. Every
@@ -139,11 +160,22 @@ class EvidenceStore:
         and field (``records[3].kind``) and nothing is written. Within one call, a
         later record with the same (tenant, record_id) is the next version after the
         earlier one, as separate puts would. Returns the number of records written.
+        With the store's ``embedder``, vectors are stored as put() does; ``embeddings``
+        (one per record, None: let the embedder compute it) passes them in.
         """
         checked = validation.records(records, self._limits)
         self._writable("put_many")
+        if embeddings is not None and (
+            isinstance(embeddings, (str, bytes)) or len(embeddings) != len(checked)
+        ):
+            raise ValidationError("embeddings", f"must hold one entry per record ({len(checked)})")
+        given = embeddings if embeddings is not None else [None] * len(checked)
+        vectors = [
+            self._vector_of(r, e, f"embeddings[{i}]")
+            for i, (r, e) in enumerate(zip(checked, given, strict=True))
+        ]
         with self._engine_locked() as engine:
-            engine.put_many(checked)
+            engine.put_many(checked, vectors if self._embedder else None)
         return len(checked)
 
     def retrieve(
@@ -154,7 +186,7 @@ class EvidenceStore:
         query: str,
         now: int,
         limit: int = 5,
-        scorer: Scorer | SetRanker | None = None,
+        scorer: Scorer | SetRanker | InStoreRanker | None = None,
     ) -> Retrieval:
         """The records of ``tenant`` at ``revision`` with ``expires_at > now`` that
         score above zero for ``query``, best first, ties by record id, at most
@@ -169,18 +201,22 @@ class EvidenceStore:
         )
         query = validation.query(query, self._limits)
         limit = validation.limit(limit)
-        if scorer is not None and not isinstance(scorer, (Scorer, SetRanker)):
+        if scorer is not None and not isinstance(scorer, (Scorer, SetRanker, VectorScorer, HybridScorer)):
             raise ValidationError(
                 "scorer",
                 "must have a score(query, body) or a rank_candidates(query, candidates, limit) method",
             )
+        if isinstance(scorer, InStoreRanker):
+            prepared = scorer.prepare(query)  # the query's embedding, made outside the lock
+            with self._engine_locked() as engine:
+                return scorer.rank_in(engine, (tenant, revision, now), query, prepared, limit)
         with self._engine_locked() as engine:
             if scorer is None and hasattr(engine, "rank_by_tokens"):
                 hits, eligible = engine.rank_by_tokens(tenant, revision, now, query, limit)
                 return Retrieval(hits=hits, eligible_count=eligible)
             candidates = engine.candidates(tenant, revision, now)
         # Scoring happens outside the lock: a slow scorer must not stall other threads.
-        if isinstance(scorer, SetRanker):
+        if isinstance(scorer, SetRanker) and not isinstance(scorer, InStoreRanker):
             return _checked_retrieval(
                 scorer.rank_candidates(query, candidates, limit), len(candidates), limit
             )
@@ -278,6 +314,23 @@ class EvidenceStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder that makes each put's vector, or None."""
+        return self._embedder
+
+    def _vector_of(self, record: Record, embedding: object, field: str) -> Vector | None:
+        """The vector to store with ``record``: checked, computed before any write."""
+        if self._embedder is None:
+            if embedding is not None:
+                raise ValidationError(
+                    field, "needs the store's embedder= to name the model that made it; nothing was written"
+                )
+            return None
+        if embedding is None:
+            return self._embedder.vector(record.body, field)
+        return vector(self._embedder.model, embedding, field)
 
     def _writable(self, operation: str) -> None:
         if self._read_only:

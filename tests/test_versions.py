@@ -297,7 +297,7 @@ def test_a_database_made_by_0_1_0_is_upgraded_on_open(engine: str, tmp_path: Pat
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")
         assert frozenset(rows.fetchall()) == schema.expected_objects()
-        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,)
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     conn.close()
 

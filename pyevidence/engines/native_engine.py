@@ -22,9 +22,11 @@ from typing import Any
 
 from .. import schema
 from .._native import ffi, lib
-from ..errors import StoreError, from_sqlite
+from ..errors import EngineUnavailableError, StoreError, from_sqlite
 from ..records import Candidate, Hit, Record
 from ..scoring import hit_from
+from ..vector_scoring import Scored
+from ..vectors import Vector
 
 SQLITE_OK = 0
 _INTEGER, _FLOAT, _TEXT, _BLOB, _NULL = 1, 2, 3, 4, 5
@@ -42,6 +44,7 @@ class NativeEngine:
         handle = ffi.new("EvidenceStore **")
         rc = lib.evidence_store_open(os.fsencode(self._where), int(read_only), handle)
         self._store = handle[0]
+        self._sqlite_vec = False
         # While opening, every failure is reported as a failure to open this file.
         self._opening: str | None = f"opening {self._where}"
         try:
@@ -87,16 +90,25 @@ class NativeEngine:
             lib.evidence_table_free(table)
         return names, [tuple(cells[r * n_cols : (r + 1) * n_cols]) for r in range(n_rows)]
 
-    def put(self, record: Record) -> None:
+    def put(self, record: Record, vector: Vector | None = None) -> None:
+        if vector is None:
+            self._put(record)
+        else:
+            self.put_many([record], [vector])
+
+    def _put(self, record: Record) -> None:
         *texts, expires_at = astuple(record)
         args = [item for data in map(_utf8, texts) for item in (data, len(data))]
         self._check(lib.evidence_store_put(self._store, *args, expires_at), "put")
 
-    def put_many(self, records: list[Record]) -> None:
+    def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
         self._script("BEGIN IMMEDIATE;")
         try:
-            for record in records:
-                self.put(record)
+            for record, vector in zip(records, vectors or [None] * len(records), strict=True):
+                self._put(record)
+                if vector is not None:
+                    params = (record.tenant, record.record_id, vector.model, vector.dims, vector.blob)
+                    self.run(schema.VECTOR_PUT_SQL, params, read_only=False)
         except BaseException:
             self._script("ROLLBACK;")
             raise
@@ -143,6 +155,44 @@ class NativeEngine:
             return [_candidate(out[0].rows[i]) for i in range(out[0].n_rows)]
         finally:
             lib.evidence_rows_free(out[0])
+
+    def _load_sqlite_vec(self) -> None:
+        """Loads sqlite-vec into this connection, once: vec_distance_cosine() runs the ranking."""
+        if self._sqlite_vec:
+            return
+        try:
+            import sqlite_vec  # type: ignore[import-untyped, unused-ignore]
+        except ImportError:
+            raise EngineUnavailableError(
+                "vector ranking on the native engine runs sqlite-vec inside SQLite, and sqlite-vec is "
+                "not installed: pip install 'pyevidence[vectors]' (or open the store with engine='python')"
+            ) from None
+        path = os.fsencode(sqlite_vec.loadable_path())
+        self._check(
+            lib.evidence_store_load_extension(self._store, path, b"sqlite3_vec_init"), "loading sqlite-vec"
+        )
+        self._sqlite_vec = True
+
+    def vector_candidates(self, tenant: str, revision: str, now: int, query: Vector) -> list[Scored]:
+        """Every eligible record with sqlite-vec's cosine distance to ``query`` (None: no vector)."""
+        self._load_sqlite_vec()
+        params = (tenant, revision, now, query.model, query.dims, query.blob)
+        rows = self.run(schema.VECTOR_CANDIDATES_SQL, params, read_only=True)[1]
+        return [Scored(Candidate(*row[:8]), row[8]) for row in rows]
+
+    def rank_by_vector(
+        self, tenant: str, revision: str, now: int, query: Vector, min_similarity: float, limit: int
+    ) -> tuple[tuple[Hit, ...], int, int]:
+        """vector_scoring's ranking rule, run inside SQLite: the counts and the hits in one snapshot."""
+        self._load_sqlite_vec()
+        scope = (tenant, revision, now, query.model, query.dims)
+        with self.snapshot():
+            ((eligible, unranked),) = self.run(schema.VECTOR_COUNT_SQL, scope, read_only=True)[1]
+            rows = self.run(
+                schema.VECTOR_RANK_SQL, (*scope, query.blob, min_similarity, limit), read_only=True
+            )[1]
+        hits = tuple(hit_from(Candidate(*row[:8]), row[8]) for row in rows)
+        return hits, int(eligible), int(unranked)
 
     def backup(self, dest: str) -> None:
         self._check(lib.evidence_store_backup(self._store, os.fsencode(dest)), "backup")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import struct
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -17,7 +18,9 @@ from typing import Any
 from .. import schema
 from ..errors import SchemaError, from_sqlite
 from ..hashing import sha256_fields
-from ..records import Candidate, Record
+from ..records import Candidate, Hit, Record
+from ..vector_scoring import Scored, python_rank_by_vector
+from ..vectors import Vector, cosine_distance, squared_norm
 
 
 class PythonEngine:
@@ -49,15 +52,24 @@ class PythonEngine:
         for statement in _statements(sql):
             self._conn.execute(statement)
 
-    def put(self, record: Record) -> None:
-        with _sqlite_errors("put"):
-            self._conn.execute(schema.PUT_SQL, astuple(record))
+    def put(self, record: Record, vector: Vector | None = None) -> None:
+        if vector is None:
+            with _sqlite_errors("put"):
+                self._conn.execute(schema.PUT_SQL, astuple(record))
+            return
+        self.put_many([record], [vector])
 
-    def put_many(self, records: list[Record]) -> None:
-        with _sqlite_errors("put_many"):
+    def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
+        with _sqlite_errors("put_many" if len(records) > 1 else "put"):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.executemany(schema.PUT_SQL, map(astuple, records))
+                if vectors is None:
+                    self._conn.executemany(schema.PUT_SQL, map(astuple, records))
+                else:
+                    for record, vector in zip(records, vectors, strict=True):
+                        self._conn.execute(schema.PUT_SQL, astuple(record))
+                        if vector is not None:
+                            self._conn.execute(schema.VECTOR_PUT_SQL, _vector_params(record, vector))
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
@@ -88,6 +100,30 @@ class PythonEngine:
         with _sqlite_errors("retrieve"):
             rows = self._conn.execute(schema.ELIGIBLE_SQL, (tenant, revision, now)).fetchall()
         return [Candidate(*row) for row in rows]
+
+    def vector_candidates(self, tenant: str, revision: str, now: int, query: Vector) -> list[Scored]:
+        """Every eligible record with its cosine distance to ``query`` (None: no vector of its model)."""
+        with _sqlite_errors("retrieve"):
+            rows = self._conn.execute(
+                schema.VECTOR_ROWS_SQL, (tenant, revision, now, query.model, query.dims)
+            ).fetchall()
+        components = query.components()
+        norm = squared_norm(components)
+        unpack = struct.Struct(f"<{query.dims}f").unpack
+        return [
+            Scored(
+                Candidate(*row[:8]),
+                None if row[8] is None else cosine_distance(components, norm, unpack(row[8])),
+            )
+            for row in rows
+        ]
+
+    def rank_by_vector(
+        self, tenant: str, revision: str, now: int, query: Vector, min_similarity: float, limit: int
+    ) -> tuple[tuple[Hit, ...], int, int]:
+        return python_rank_by_vector(
+            self.vector_candidates(tenant, revision, now, query), min_similarity, limit
+        )
 
     def backup(self, dest: str) -> None:
         with _sqlite_errors("backup"):
@@ -122,6 +158,10 @@ def _statements(sql: str) -> list[str]:
     if pending.strip() and not _only_comments(pending):
         raise SchemaError("schema.sql ends with an incomplete statement")
     return statements
+
+
+def _vector_params(record: Record, vector: Vector) -> tuple[str, str, str, int, bytes]:
+    return (record.tenant, record.record_id, vector.model, vector.dims, vector.blob)
 
 
 def _only_comments(sql: str) -> bool:

@@ -1,0 +1,8 @@
+-- Upgrades a pyevidence schema version 2 database to version 3, inside the
+-- caller's transaction (pyevidence/schema.py runs it under BEGIN IMMEDIATE,
+-- after checking that the file holds exactly the version 2 schema).
+--
+-- Version 3 only adds: the evidence_vectors table and the triggers that keep
+-- it consistent. Every statement of schema.sql says IF NOT EXISTS, so running
+-- it creates exactly the new objects and leaves the data of version 2 as it is.
+-- @include schema.sql

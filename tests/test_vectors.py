@@ -1,0 +1,322 @@
+"""Vectors: stored consistently with their records, ranked over the eligible set only,
+and ranked identically by sqlite-vec (native engine) and by Python (python engine)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import shutil
+import sqlite3
+import struct
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import record
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyevidence import (
+    Embedder,
+    EngineUnavailableError,
+    EvidenceStore,
+    HybridScorer,
+    StoreError,
+    ValidationError,
+    VectorScorer,
+    native_available,
+    schema,
+)
+from pyevidence.vectors import cosine_distance, f32, squared_norm
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SCOPE = dict(tenant="team-a", revision="v1", now=100)
+
+
+def hashed(text: str, dims: int = 8) -> list[float]:
+    """A deterministic toy embedding: no meaning at all, just distinct directions."""
+    digest = hashlib.sha256(text.encode()).digest()
+    return [(digest[i] - 127.5) / 128 for i in range(dims)]
+
+
+TOY = Embedder("toy-sha256", hashed)
+
+
+def vectors_of(path: str | Path) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT tenant, record_id, version, model, dims, embedding FROM evidence_vectors")
+        found = sorted(rows.fetchall())
+    conn.close()
+    return found
+
+
+def open_file(engine: str, tmp_path: Path, embedder: Embedder | None = TOY) -> EvidenceStore:
+    return EvidenceStore(tmp_path / "ev.db", engine=engine, embedder=embedder)
+
+
+def test_put_stores_the_vector_of_the_current_version(engine: str, tmp_path: Path) -> None:
+    with open_file(engine, tmp_path) as store:
+        store.put(**record(body="first body"))
+        store.put(**record(record_id="r2", body="given"), embedding=[1.0, 0.0, 0.5])
+    (first, second) = vectors_of(tmp_path / "ev.db")
+    assert first == ("team-a", "r1", 1, "toy-sha256", 8, struct.pack("<8f", *hashed("first body")))
+    assert second == ("team-a", "r2", 1, "toy-sha256", 3, struct.pack("<3f", 1.0, 0.0, 0.5))
+
+
+def test_replacing_or_forgetting_a_record_leaves_no_stale_vector(engine: str, tmp_path: Path) -> None:
+    with open_file(engine, tmp_path) as store:
+        store.put(**record(body="old body"))
+        store.put(**record(body="new body"))
+        assert [(r[2], r[5]) for r in vectors_of(tmp_path / "ev.db")] == [
+            (2, struct.pack("<8f", *hashed("new body")))
+        ]
+        store.put_many([record(record_id="b1"), record(record_id="b2")], embeddings=[[1.0], None])
+        store.forget(tenant="team-a", record_id="b1")
+        assert [r[1] for r in vectors_of(tmp_path / "ev.db")] == ["b2", "r1"]
+    # A put through a store without an embedder replaces the body: the old vector goes too.
+    with open_file(engine, tmp_path, embedder=None) as store:
+        store.put(**record(body="newest body, no vector"))
+    assert [r[1] for r in vectors_of(tmp_path / "ev.db")] == ["b2"]
+
+
+def test_raw_sql_cannot_attach_a_vector_to_another_version(engine: str, tmp_path: Path) -> None:
+    with open_file(engine, tmp_path) as store:
+        store.put(**record(body="v1"))
+        store.put(**record(body="v2"))
+    conn = sqlite3.connect(tmp_path / "ev.db")
+    with pytest.raises(sqlite3.IntegrityError, match="current version of a stored record only"):
+        conn.execute(
+            "INSERT OR REPLACE INTO evidence_vectors VALUES ('team-a', 'r1', 1, 'm', 1, x'0000803f')"
+        )
+    with pytest.raises(sqlite3.IntegrityError, match="current version of a stored record only"):
+        conn.execute("INSERT INTO evidence_vectors VALUES ('team-a', 'nope', 1, 'm', 1, x'0000803f')")
+    with pytest.raises(sqlite3.IntegrityError, match="are not updated"):
+        conn.execute("UPDATE evidence_vectors SET embedding = x'0000803f', dims = 1")
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+        conn.execute("DELETE FROM evidence_vectors")
+        conn.execute("INSERT INTO evidence_vectors VALUES ('team-a', 'r1', 2, 'm', 2, x'0000803f')")
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("embedding", "field"),
+    [
+        ([], "embedding"),
+        ([0.0, 0.0], "embedding"),
+        ([1e-30, 0.0], "embedding"),  # its float32 square underflows to zero: no direction
+        ([1.0, math.nan], "embedding[1]"),
+        ([math.inf], "embedding[0]"),
+        ([2e9], "embedding[0]"),
+        ([True, 1.0], "embedding[0]"),
+        (["0.5"], "embedding[0]"),
+        ("0.5", "embedding"),
+        (3.0, "embedding"),
+        ([1.0] * 8193, "embedding"),
+    ],
+)
+def test_bad_vectors_are_refused_and_nothing_is_written(
+    engine: str, tmp_path: Path, embedding: Any, field: str
+) -> None:
+    with open_file(engine, tmp_path) as store:
+        store.put(**record(body="kept"))
+        with pytest.raises(ValidationError) as caught:
+            store.put(**record(body="changed"), embedding=embedding)
+        assert caught.value.field == field
+        with pytest.raises(ValidationError) as caught:
+            store.put_many([record(record_id="x"), record(record_id="y")], embeddings=[[1.0], embedding])
+        assert caught.value.field == field.replace("embedding", "embeddings[1]", 1)
+        assert [v.body for v in store.history(tenant="team-a", record_id="r1")] == ["kept"]
+        assert store.history(tenant="team-a", record_id="x") == ()
+    assert len(vectors_of(tmp_path / "ev.db")) == 1
+
+
+def test_an_embedder_that_returns_garbage_writes_nothing(engine: str, tmp_path: Path) -> None:
+    with open_file(engine, tmp_path, embedder=Embedder("broken", lambda text: [math.nan])) as store:
+        with pytest.raises(ValidationError, match=r"embedding\[0\]: must be finite"):
+            store.put(**record())
+        assert store.history(tenant="team-a", record_id="r1") == ()
+
+
+def test_an_embedding_needs_an_embedder_to_name_its_model(store: EvidenceStore) -> None:
+    with pytest.raises(ValidationError, match="needs the store's embedder"):
+        store.put(**record(), embedding=[1.0])
+    with pytest.raises(ValidationError, match="one entry per record"):
+        store.put_many([record()], embeddings=[[1.0], [2.0]])
+    assert store.history(tenant="team-a", record_id="r1") == ()
+
+
+def axis(i: int, dims: int = 4, scale: float = 1.0) -> list[float]:
+    return [scale if j == i else 0.0 for j in range(dims)]
+
+
+def test_vector_ranking_orders_by_similarity_and_counts_the_unranked(engine: str, tmp_path: Path) -> None:
+    table = {"query": [1.0, 0.0, 0.0, 0.0]}
+    embedder = Embedder("table", lambda text: table[text])
+    with open_file(engine, tmp_path, embedder=embedder) as store:
+        store.put(**record(record_id="same"), embedding=[2.0, 0.0, 0.0, 0.0])
+        store.put(**record(record_id="also-same"), embedding=[5.0, 0.0, 0.0, 0.0])
+        store.put(**record(record_id="close"), embedding=[1.0, 0.5, 0.0, 0.0])
+        store.put(**record(record_id="orthogonal"), embedding=axis(1))
+        store.put(**record(record_id="opposite"), embedding=[-1.0, 0.0, 0.0, 0.0])
+        store.put(**record(record_id="other-dims"), embedding=[1.0, 0.0])
+    with EvidenceStore(tmp_path / "ev.db", engine=engine) as plain:
+        plain.put(**record(record_id="no-vector"))
+        result = plain.retrieve(query="query", scorer=VectorScorer(embedder), **SCOPE)  # type: ignore[arg-type]
+    assert [h.record_id for h in result] == ["also-same", "same", "close"]
+    assert [h.score for h in result][:2] == [1.0, 1.0]
+    assert (result.ranked_by, result.eligible_count, result.unranked_count) == ("vector:table", 7, 2)
+    assert result.hits[2].score == pytest.approx(2 / math.sqrt(5), abs=1e-6)
+
+
+def test_min_similarity_is_a_strict_floor(engine: str, tmp_path: Path) -> None:
+    embedder = Embedder("t", lambda text: [1.0, 1.0])
+    with open_file(engine, tmp_path, embedder=embedder) as store:
+        store.put(**record(record_id="exact"), embedding=[1.0, 1.0])
+        store.put(**record(record_id="half"), embedding=[1.0, 0.0])
+        everything = VectorScorer(embedder, min_similarity=-1.0)
+        assert len(store.retrieve(query="q", scorer=everything, **SCOPE)) == 2  # type: ignore[arg-type]
+        strict = VectorScorer(embedder, min_similarity=0.8)
+        assert [h.record_id for h in store.retrieve(query="q", scorer=strict, **SCOPE)] == ["exact"]  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="min_similarity"):
+        VectorScorer(embedder, min_similarity=1.0)
+
+
+def test_eligibility_comes_before_the_distance(engine: str, tmp_path: Path) -> None:
+    """The query's nearest neighbours are all out of scope; the in-scope records are far.
+    A nearest-neighbour search followed by filtering would return nothing here."""
+    embedder = Embedder("t", lambda text: axis(0))
+    with open_file(engine, tmp_path, embedder=embedder) as store:
+        neighbours = [record(tenant="team-b", record_id=f"b{i:03}") for i in range(300)]
+        neighbours += [record(revision="v2", record_id=f"v{i:03}") for i in range(100)]
+        neighbours += [record(record_id=f"x{i:03}", expires_at=100) for i in range(100)]
+        store.put_many(neighbours, embeddings=[axis(0)] * len(neighbours))
+        mine = [record(record_id=f"mine{i}") for i in range(6)]
+        store.put_many(mine, embeddings=[[0.1 * (i + 1), 1.0, 0.0, 0.0] for i in range(6)])
+        result = store.retrieve(query="q", limit=5, scorer=VectorScorer(embedder), **SCOPE)  # type: ignore[arg-type]
+    assert [h.record_id for h in result] == ["mine5", "mine4", "mine3", "mine2", "mine1"]
+    assert result.eligible_count == 6 and result.unranked_count == 0
+
+
+def test_vectors_of_another_model_are_not_compared(engine: str, tmp_path: Path) -> None:
+    with open_file(engine, tmp_path, embedder=Embedder("model-a", lambda text: [1.0, 0.0])) as store:
+        store.put(**record(record_id="made-by-a"))
+    model_b = Embedder("model-b", lambda text: [1.0, 0.0])
+    with open_file(engine, tmp_path, embedder=model_b) as store:
+        result = store.retrieve(query="q", scorer=VectorScorer(model_b), **SCOPE)  # type: ignore[arg-type]
+    assert (result.hits, result.eligible_count, result.unranked_count) == ((), 1, 1)
+
+
+def test_hybrid_is_reciprocal_rank_fusion(engine: str, tmp_path: Path) -> None:
+    table = {"queue lag": [1.0, 0.0]}
+    embedder = Embedder("t", lambda text: table[text])
+    with open_file(engine, tmp_path, embedder=embedder) as store:
+        store.put(**record(record_id="words", body="queue lag queue"), embedding=[0.0, 1.0])  # lexical 1st
+        store.put(
+            **record(record_id="both", body="queue only"), embedding=[1.0, 0.2]
+        )  # lexical 2nd, vector 1st
+        store.put(**record(record_id="meaning", body="backlog grows"), embedding=[1.0, 0.5])  # vector 2nd
+        store.put(**record(record_id="none", body="rotate logs"), embedding=[-1.0, 0.1])
+        store.put(**record(record_id="other-tenant", tenant="team-b", body="queue lag"), embedding=[1.0, 0.0])
+        result = store.retrieve(query="queue lag", scorer=HybridScorer(embedder), **SCOPE)  # type: ignore[arg-type]
+        weighted = HybridScorer(embedder, lexical_weight=0.0)
+        vector_only = store.retrieve(query="queue lag", scorer=weighted, **SCOPE)  # type: ignore[arg-type]
+    assert [(h.record_id, h.score) for h in result] == [
+        ("both", 1 / 62 + 1 / 61),
+        ("words", 1 / 61),
+        ("meaning", 1 / 62),
+    ]
+    assert result.ranked_by == "hybrid:token_overlap+vector:t" and result.eligible_count == 4
+    assert [h.record_id for h in vector_only] == ["both", "meaning"]
+
+
+def test_native_vector_ranking_needs_sqlite_vec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not native_available():
+        pytest.skip("native engine not built in this installation")
+    monkeypatch.setitem(sys.modules, "sqlite_vec", None)  # as if it were not installed
+    with EvidenceStore(":memory:", engine="native", embedder=TOY) as store:
+        store.put(**record())
+        with pytest.raises(EngineUnavailableError, match=r"pip install 'pyevidence\[vectors\]'"):
+            store.retrieve(query="q", scorer=VectorScorer(TOY), **SCOPE)  # type: ignore[arg-type]
+
+
+def test_a_version_2_database_is_upgraded_to_version_3(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "v2.db"
+    shutil.copy(FIXTURES / "v2_store.db", path)
+    with EvidenceStore(path, engine=engine, embedder=TOY) as store:
+        assert store.verify(tenant="team-a").ok and store.verify(tenant="team-b").ok
+        assert [v.seq for v in store.history(tenant="team-a", record_id="runbook-queue")] == [1, 2]
+        assert store.retrieve(query="queue", **SCOPE)[0].body == "restart the queue consumer, then check lag"  # type: ignore[arg-type]
+        store.put(**record(record_id="latency", body="response time runbook"))
+        result = store.retrieve(query="q", scorer=VectorScorer(TOY), **SCOPE)  # type: ignore[arg-type]
+        assert (result.eligible_count, result.unranked_count) == (2, 1)
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")
+    assert frozenset(rows.fetchall()) == schema.expected_objects()
+    assert conn.execute("PRAGMA user_version").fetchone() == (3,)
+    conn.close()
+
+
+def test_a_store_opened_read_only_does_not_upgrade_version_2(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "v2.db"
+    shutil.copy(FIXTURES / "v2_store.db", path)
+    with pytest.raises(StoreError, match="open it once without read_only"):
+        EvidenceStore(path, engine=engine, read_only=True)
+
+
+# --- The two engines agree -------------------------------------------------------------
+
+components = st.floats(min_value=-1e9, max_value=1e9, allow_nan=False, width=32) | st.sampled_from(
+    [0.0, 1e-20]
+)
+
+
+@st.composite
+def vector_sets(draw: Any) -> tuple[int, list[list[float]]]:
+    dims = draw(st.integers(1, 12))
+    vector = st.lists(components, min_size=dims, max_size=dims).filter(lambda v: squared_norm(v) > 0)
+    return dims, draw(st.lists(vector, min_size=2, max_size=12))
+
+
+@pytest.mark.skipif(not native_available(), reason="native engine not built in this installation")
+@given(data=vector_sets(), tenants=st.lists(st.sampled_from(["team-a", "team-b"]), min_size=12, max_size=12))
+def test_both_engines_rank_vectors_identically(
+    data: tuple[int, list[list[float]]], tenants: list[str]
+) -> None:
+    _dims, vectors = data
+    query, stored = vectors[0], vectors[1:]
+    embedder = Embedder("h", lambda text: query)
+    results = {}
+    for engine in ("python", "native"):
+        with EvidenceStore(":memory:", engine=engine, embedder=embedder) as store:
+            rows = [
+                record(
+                    tenant=tenants[i],
+                    record_id=f"r{i % 5}-{i}",
+                    body=f"queue {i % 3}",
+                    expires_at=100 + i % 4,
+                )
+                for i in range(len(stored))
+            ]
+            store.put_many(rows, embeddings=stored)
+            results[engine] = [
+                store.retrieve(
+                    query="queue 1", limit=10, scorer=scorer, now=101, tenant="team-a", revision="v1"
+                )
+                for scorer in (VectorScorer(embedder, min_similarity=-1.0), HybridScorer(embedder))
+            ]
+    assert results["python"] == results["native"]
+
+
+@pytest.mark.skipif(not native_available(), reason="native engine not built in this installation")
+@given(data=vector_sets())
+def test_python_cosine_distance_is_sqlite_vec_bit_for_bit(data: tuple[int, list[list[float]]]) -> None:
+    dims, vectors = data
+    with EvidenceStore(":memory:", engine="native", embedder=TOY) as store:
+        store.put(**record())
+        store.retrieve(query="q", scorer=VectorScorer(TOY), **SCOPE)  # type: ignore[arg-type]  # loads sqlite-vec
+        a, b = (struct.pack(f"<{dims}f", *v) for v in vectors[:2])
+        (native,) = store.query("SELECT vec_distance_cosine(?, ?)", [b, a])[0]
+    query = [f32(x) for x in vectors[1]]
+    python = cosine_distance(query, squared_norm(query), [f32(x) for x in vectors[0]])
+    assert struct.pack("<d", python) == struct.pack("<d", native)
