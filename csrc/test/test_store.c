@@ -157,6 +157,16 @@ static void testQuery(EvidenceStore *p) {
   CHECK(strstr(evidence_store_errmsg(p), "1 parameter(s), 0 value(s)") != 0);
 }
 
+/* Loading is switched on for the one call only: SQL can never load a library. */
+static void testLoadExtension(EvidenceStore *p) {
+  EvidenceTable *t = 0;
+  const char *zLoad = "SELECT load_extension('/nonexistent/libnothing')";
+  CHECK(evidence_store_load_extension(p, "/nonexistent/libnothing", 0) != 0);
+  CHECK(strstr(evidence_store_errmsg(p), "/nonexistent/libnothing") != 0);
+  CHECK(evidence_store_query(p, zLoad, strlen(zLoad), 0, 0, 1, &t) != 0);
+  CHECK(strstr(evidence_store_errmsg(p), "not authorized") != 0);
+}
+
 int main(int argc, char **argv) {
   EvidenceStore *p = 0;
   char *zSchema;
@@ -170,6 +180,7 @@ int main(int argc, char **argv) {
   testRetrieve(p);
   testNulAndForget(p);
   testQuery(p);
+  testLoadExtension(p);
   evidence_store_close(p);
 
   /* A failed open still hands back a store to read the error from, and to close. */
