@@ -31,6 +31,17 @@ VALGRIND    := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-lea
 
 # make test insists on the compiled engine; a silent fallback to Python would hide a broken build.
 REQUIRE_NATIVE ?= 1
+# make test also runs the local embedding model (the embeddings extra: sentence-transformers on
+# PyTorch's CPU build). EMBEDDINGS=0 leaves it out, and its tests then skip, saying so. TORCH is
+# what pip installs first; where no CPU wheel is at hand, point it at PyTorch's CPU index, e.g.
+# TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" (PyPI's is a CUDA build).
+EMBEDDINGS ?= 1
+TORCH ?= torch==2.13.0
+ifeq ($(EMBEDDINGS),1)
+  DEV_EXTRAS := test,lint,embeddings
+else
+  DEV_EXTRAS := test,lint
+endif
 export HYPOTHESIS_PROFILE ?= dev
 
 .PHONY: demo test test-py test-c test-asan test-valgrind test-leaks test-crash test-load fuzz fuzz-quick ext bench bench-overlap lint format clean
@@ -43,7 +54,7 @@ demo: $(VENV)/.installed
 test: lint test-c test-asan test-valgrind test-leaks fuzz-quick test-py
 
 test-py: $(VENV)/.installed-dev
-	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) $(PY) -m pytest -q
+	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) $(PY) -m pytest -q
 
 ## test-leaks: the native engine under valgrind, driven from Python (tests/valgrind_leaks.py)
 test-leaks: $(VENV)/.installed-dev
@@ -165,7 +176,8 @@ $(VENV)/.installed: $(VENV)/bin/python $(BUILD_INPUTS)
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/bin/python $(BUILD_INPUTS)
-	$(PIP) install -e '.[test,lint]'
+	$(if $(filter 1,$(EMBEDDINGS)),$(PIP) install $(TORCH))
+	$(PIP) install -e '.[$(DEV_EXTRAS)]'
 	touch $@ $(VENV)/.installed
 
 clean:

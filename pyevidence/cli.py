@@ -35,7 +35,12 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--engine", choices=ENGINES, default="auto", help="engine (default: auto)")
         return p
 
-    command("demo", "run the eligibility-before-ranking demonstration", db=False)
+    p = command("demo", "run the eligibility-before-ranking demonstration", db=False)
+    p.add_argument(
+        "--semantic",
+        action="store_true",
+        help="lexical, vector and hybrid scorers on one query (needs pip install 'pyevidence[embeddings]')",
+    )
     sub.add_parser("doctor", help="show what this installation can do (engines, SQLite, extension loading)")
 
     p = sub.add_parser("bench", help="benchmark the Python engine, the native engine and the floor")
@@ -125,7 +130,7 @@ def _bench(args: argparse.Namespace) -> Any:
 
 def _run(args: argparse.Namespace) -> Any:
     if args.command == "demo":
-        return demo.run(engine=args.engine)
+        return demo.run_semantic(engine=args.engine) if args.semantic else demo.run(engine=args.engine)
     if args.command == "doctor":
         return doctor.report()
     if args.command == "bench":

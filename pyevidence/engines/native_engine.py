@@ -161,7 +161,7 @@ class NativeEngine:
         if self._sqlite_vec:
             return
         try:
-            import sqlite_vec  # type: ignore[import-untyped, unused-ignore]
+            import sqlite_vec
         except ImportError:
             raise EngineUnavailableError(
                 "vector ranking on the native engine runs sqlite-vec inside SQLite, and sqlite-vec is "
