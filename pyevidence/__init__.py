@@ -36,7 +36,7 @@ from .tokens import token_overlap
 from .vector_scoring import HybridScorer, VectorScorer
 from .vectors import Embedder
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "KINDS",
