@@ -83,7 +83,8 @@ VECTOR_ROWS_SQL = (
 # at the vectors); OFFSET 0 keeps the distance from being computed twice.
 VECTOR_CANDIDATES_SQL = (
     f"SELECT {_CANDIDATE_COLUMNS},"
-    " CASE WHEN v.embedding IS NULL THEN NULL ELSE vec_distance_cosine(v.embedding, ?6) END"
+    " CASE WHEN v.embedding IS NULL THEN NULL ELSE vec_distance_cosine(v.embedding, ?6) END,"
+    " v.embedding IS NOT NULL"
     f" FROM evidence_eligible(?1, ?2, ?3) AS e LEFT JOIN evidence_vectors{_VECTOR_JOIN} ORDER BY e.record_id"
 )
 VECTOR_RANK_SQL = (
@@ -92,7 +93,7 @@ VECTOR_RANK_SQL = (
     "  FROM evidence_eligible(?1, ?2, ?3) AS e CROSS JOIN evidence_vectors AS v"
     "  WHERE v.tenant = ?1 AND v.record_id = e.record_id AND v.version = e.version"
     "    AND v.model = ?4 AND v.dims = ?5 LIMIT -1 OFFSET 0)"
-    " WHERE 1.0 - distance > ?7 ORDER BY distance, record_id LIMIT ?8"
+    " WHERE 1.0 - distance > ?7 AND distance >= -1.0 ORDER BY distance, record_id LIMIT ?8"
 )
 VECTOR_COUNT_SQL = (
     "SELECT count(*), count(*) - count(v.record_id)"

@@ -8,13 +8,14 @@ tenant, so no argument can reach another tenant's records.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import validation
 from .errors import ValidationError
 from .records import Retrieval, Verification, Version, VersionLookup
-from .scoring import Scorer
+from .scoring import Scorer, SetRanker
+from .vector_scoring import InStoreRanker
 
 if TYPE_CHECKING:
     from .store import EvidenceStore
@@ -34,9 +35,18 @@ class ScopedStore:
         return self._tenant
 
     def put(
-        self, *, record_id: str, revision: str, kind: str, body: str, source: str, expires_at: int
+        self,
+        *,
+        record_id: str,
+        revision: str,
+        kind: str,
+        body: str,
+        source: str,
+        expires_at: int,
+        embedding: Sequence[float] | None = None,
     ) -> None:
         self._store.put(
+            embedding=embedding,
             tenant=self._tenant,
             record_id=record_id,
             revision=revision,
@@ -46,7 +56,12 @@ class ScopedStore:
             expires_at=expires_at,
         )
 
-    def put_many(self, records: Iterable[Mapping[str, Any]]) -> int:
+    def put_many(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        embeddings: Sequence[Sequence[float] | None] | None = None,
+    ) -> int:
         """Like EvidenceStore.put_many, with records that carry no tenant at all."""
         if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
             raise ValidationError("records", "must be an iterable of records (mappings)")
@@ -60,10 +75,16 @@ class ScopedStore:
             if "tenant" in item:
                 raise ValidationError(f"records[{index}]", "a scoped store takes no tenant field")
             bound.append({**item, "tenant": self._tenant})
-        return self._store.put_many(bound)
+        return self._store.put_many(bound, embeddings=embeddings)
 
     def retrieve(
-        self, *, revision: str, query: str, now: int, limit: int = 5, scorer: Scorer | None = None
+        self,
+        *,
+        revision: str,
+        query: str,
+        now: int,
+        limit: int = 5,
+        scorer: Scorer | SetRanker | InStoreRanker | None = None,
     ) -> Retrieval:
         return self._store.retrieve(
             tenant=self._tenant, revision=revision, query=query, now=now, limit=limit, scorer=scorer

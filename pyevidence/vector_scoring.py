@@ -9,7 +9,7 @@ still gets its full ``limit`` of hits.
 The ranking rule, in one place for the Python engine (here) and in SQL for the
 native engine (schema.VECTOR_RANK_SQL), which the tests prove equal: cosine
 distance ascending, ties by record id; a hit needs similarity (1 - distance)
-above ``min_similarity``; ``Hit.score`` is that similarity.
+above ``min_similarity`` (and at most 2); ``Hit.score`` is that similarity.
 """
 
 from __future__ import annotations
@@ -29,10 +29,14 @@ RRF_K = 60  # the constant of reciprocal-rank fusion (Cormack et al., 2009)
 
 @dataclass(frozen=True)
 class Scored:
-    """An eligible candidate with its cosine distance to the query (None: no vector)."""
+    """An eligible candidate with its cosine distance to the query. ``distance`` is None
+    when it has no vector of the query's model and dims (``has_vector`` False), or when
+    the distance is NaN, which only a vector written by raw SQL can give (SQLite turns
+    a NaN result into NULL)."""
 
     candidate: Candidate
     distance: float | None
+    has_vector: bool
 
 
 def _similarity_floor(value: object) -> float:
@@ -43,7 +47,11 @@ def _similarity_floor(value: object) -> float:
 
 def vector_order(rows: Sequence[Scored], min_similarity: float) -> list[tuple[float, Candidate]]:
     """(similarity, candidate) of the rows that rank, best first: the rule in Python."""
-    ranked = [r for r in rows if r.distance is not None and 1.0 - r.distance > min_similarity]
+    # A distance below -1 (similarity above 2) is impossible for real vectors: only a
+    # degenerate vector written by raw SQL (a float32 norm that underflows) gives one.
+    ranked = [
+        r for r in rows if r.distance is not None and 1.0 - r.distance > min_similarity and r.distance >= -1.0
+    ]
     ranked.sort(key=lambda r: (r.distance, r.candidate.record_id))
     return [(1.0 - r.distance, r.candidate) for r in ranked]  # type: ignore[operator]
 
@@ -124,7 +132,7 @@ class HybridScorer:
             for position, record_id in enumerate(ranking, start=1):
                 fused[record_id] = fused.get(record_id, 0.0) + weight / (RRF_K + position)
         scored = [(score, by_id[rid]) for rid, score in fused.items() if score > 0]
-        unranked = sum(1 for r in rows if r.distance is None)
+        unranked = sum(1 for r in rows if not r.has_vector)
         hits: tuple[Hit, ...] = order(scored, limit)
         return Retrieval(hits=hits, eligible_count=len(rows), ranked_by=self.name, unranked_count=unranked)
 
@@ -138,4 +146,4 @@ def python_rank_by_vector(
     """The Python engine's rank_by_vector: (hits, eligible count, unranked count)."""
     ranked = vector_order(rows, min_similarity)[:limit]
     hits = tuple(hit_from(candidate, similarity) for similarity, candidate in ranked)
-    return hits, len(rows), sum(1 for r in rows if r.distance is None)
+    return hits, len(rows), sum(1 for r in rows if not r.has_vector)

@@ -38,8 +38,12 @@ class Vector:
 
 
 def f32(value: float) -> float:
-    """``value`` rounded to the nearest float32, as a C float assignment does."""
-    return float(_F32.unpack(_F32.pack(value))[0])
+    """``value`` rounded to the nearest float32, as a C float assignment does (beyond
+    float32's range that is infinity; struct refuses it, C does not)."""
+    try:
+        return float(_F32.unpack(_F32.pack(value))[0])
+    except OverflowError:
+        return math.copysign(math.inf, value)
 
 
 def vector(model: str, values: object, field: str = "embedding") -> Vector:
@@ -88,7 +92,20 @@ def cosine_distance(a: Sequence[float], a_norm: float, b: Sequence[float]) -> fl
     for x, y in zip(a, b, strict=True):
         dot = f32(dot + f32(x * y))
         b_norm = f32(b_norm + f32(y * y))
-    return f32(1.0 - dot / (math.sqrt(b_norm) * math.sqrt(a_norm)))
+    if math.isnan(dot) or math.isnan(b_norm):
+        return math.nan
+    denominator = math.sqrt(b_norm) * math.sqrt(a_norm)
+    # C's IEEE division: x/0 is ±inf or NaN, inf/inf NaN; Python raises or needs the cases spelled out.
+    if denominator == 0.0 or math.isinf(denominator):
+        if denominator == 0.0 and dot != 0.0:
+            quotient = math.copysign(math.inf, dot)
+        elif math.isinf(denominator) and not math.isinf(dot):
+            quotient = math.copysign(0.0, dot)
+        else:
+            quotient = math.nan
+    else:
+        quotient = dot / denominator
+    return f32(1.0 - quotient)
 
 
 class Embedder:

@@ -320,3 +320,39 @@ def test_python_cosine_distance_is_sqlite_vec_bit_for_bit(data: tuple[int, list[
     query = [f32(x) for x in vectors[1]]
     python = cosine_distance(query, squared_norm(query), [f32(x) for x in vectors[0]])
     assert struct.pack("<d", python) == struct.pack("<d", native)
+
+
+@pytest.mark.skipif(not native_available(), reason="native engine not built in this installation")
+def test_vectors_written_by_raw_sql_rank_the_same_on_both_engines(tmp_path: Path) -> None:
+    """The API refuses such vectors; raw SQL can store them. Neither engine may crash,
+    and both must rank them identically (a NaN distance is unranked, as SQLite's NULL)."""
+    path = tmp_path / "raw.db"
+    odd = {
+        "zero": [0.0, 0.0],
+        "nan": [math.nan, 1.0],
+        "inf": [math.inf, 1.0],
+        "huge": [3e38, 3e38],
+        "tiny": [1e-40, 0.0],
+        "fine": [1.0, 1.0],
+    }
+    with EvidenceStore(path, engine="python") as store:
+        store.put_many([record(record_id=name) for name in odd])
+    conn = sqlite3.connect(path)
+    for name, values in odd.items():
+        conn.execute(
+            "INSERT INTO evidence_vectors VALUES ('team-a', ?, 1, 'm', 2, ?)",
+            (name, struct.pack("<2f", *values)),
+        )
+    conn.commit()
+    conn.close()
+    embedder = Embedder("m", lambda text: [1.0, 0.5])
+    results = {}
+    for engine in ("python", "native"):
+        with EvidenceStore(path, engine=engine) as store:
+            results[engine] = [
+                store.retrieve(query="queue", scorer=scorer, **SCOPE)  # type: ignore[arg-type]
+                for scorer in (VectorScorer(embedder, min_similarity=-1.0), HybridScorer(embedder))
+            ]
+    assert results["python"] == results["native"]
+    # "tiny"'s float32 norm underflows to zero: its distance is -inf, which never ranks.
+    assert [h.record_id for h in results["python"][0]] == ["fine"]

@@ -178,7 +178,7 @@ class NativeEngine:
         self._load_sqlite_vec()
         params = (tenant, revision, now, query.model, query.dims, query.blob)
         rows = self.run(schema.VECTOR_CANDIDATES_SQL, params, read_only=True)[1]
-        return [Scored(Candidate(*row[:8]), row[8]) for row in rows]
+        return [Scored(Candidate(*row[:8]), row[8], bool(row[9])) for row in rows]
 
     def rank_by_vector(
         self, tenant: str, revision: str, now: int, query: Vector, min_similarity: float, limit: int

@@ -6,6 +6,7 @@ native engine is cross-checked against.
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import struct
@@ -110,13 +111,13 @@ class PythonEngine:
         components = query.components()
         norm = squared_norm(components)
         unpack = struct.Struct(f"<{query.dims}f").unpack
-        return [
-            Scored(
-                Candidate(*row[:8]),
-                None if row[8] is None else cosine_distance(components, norm, unpack(row[8])),
-            )
-            for row in rows
-        ]
+        scored = []
+        for row in rows:
+            distance = None if row[8] is None else cosine_distance(components, norm, unpack(row[8]))
+            if distance is not None and math.isnan(distance):
+                distance = None  # as SQLite stores a NaN result: NULL
+            scored.append(Scored(Candidate(*row[:8]), distance, row[8] is not None))
+        return scored
 
     def rank_by_vector(
         self, tenant: str, revision: str, now: int, query: Vector, min_similarity: float, limit: int
