@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from helpers import record
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyevidence import (
@@ -356,3 +356,51 @@ def test_vectors_written_by_raw_sql_rank_the_same_on_both_engines(tmp_path: Path
     assert results["python"] == results["native"]
     # "tiny"'s float32 norm underflows to zero: its distance is -inf, which never ranks.
     assert [h.record_id for h in results["python"][0]] == ["fine"]
+
+
+EMBEDDING_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=5),
+    st.binary(max_size=9),
+)
+EMBEDDINGS = st.one_of(
+    EMBEDDING_VALUES,
+    st.lists(EMBEDDING_VALUES, max_size=5),
+    st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), min_size=1, max_size=5),
+)
+
+
+def snapshot(path: Path) -> tuple[list[Any], list[Any]]:
+    with sqlite3.connect(path) as conn:
+        current = conn.execute("SELECT * FROM evidence ORDER BY tenant, record_id").fetchall()
+        stored = conn.execute("SELECT * FROM evidence_vectors ORDER BY tenant, record_id").fetchall()
+    conn.close()
+    return current, stored
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(embedding=EMBEDDINGS, as_batch=st.booleans())
+def test_arbitrary_embeddings_are_stored_or_refused_with_nothing_changed(
+    engine: str, tmp_path_factory: pytest.TempPathFactory, embedding: Any, as_batch: bool
+) -> None:
+    if engine == "native" and not native_available():
+        pytest.skip("native engine not built in this installation")
+    path = tmp_path_factory.mktemp("fuzz") / "ev.db"
+    with EvidenceStore(path, engine=engine, embedder=TOY) as store:
+        store.put(**record(body="kept"))
+        before = snapshot(path)
+        try:
+            if as_batch:
+                store.put_many([record(body="changed")], embeddings=[embedding])
+            else:
+                store.put(**record(body="changed"), embedding=embedding)
+        except ValidationError:
+            assert snapshot(path) == before
+        else:
+            current, stored = snapshot(path)
+            expected = TOY.vector("changed") if embedding is None else None
+            assert [row[1] for row in stored] == ["r1"] and stored[0][2] == 2
+            assert expected is None or stored[0][5] == expected.blob
