@@ -64,6 +64,7 @@ test-leaks: $(VENV)/.installed-dev
 ## BENCH_ARGS=--full adds 1,000,000 eligible rows
 bench: bench-overlap $(VENV)/.installed-bench
 	$(VENV)/bin/pyevidence bench --out bench-results $(BENCH_ARGS)
+	$(VENV)/bin/pyevidence bench --vectors --out bench-results
 
 ## bench-overlap: token_overlap's wide scan against its byte-by-byte reference, in C
 bench-overlap: build/bench_overlap

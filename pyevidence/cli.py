@@ -19,6 +19,7 @@ from .records import KINDS
 from .store import ENGINES, EvidenceStore
 
 EXIT_OK, EXIT_STORE, EXIT_INPUT = 0, 1, 2
+DEFAULT_BENCH_SIZES = "1000,10000,100000"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,10 +45,15 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="show what this installation can do (engines, SQLite, extension loading)")
 
     p = sub.add_parser("bench", help="benchmark the Python engine, the native engine and the floor")
-    p.add_argument("--sizes", default="1000,10000,100000", help="eligible rows per run, comma-separated")
+    p.add_argument("--sizes", default=DEFAULT_BENCH_SIZES, help="eligible rows per run, comma-separated")
     p.add_argument("--full", action="store_true", help="also run 1,000,000 eligible rows")
     p.add_argument("--out", default="bench-results", metavar="DIR", help="where to write the results")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument(
+        "--vectors",
+        action="store_true",
+        help="benchmark vector ranking instead (1,000 and 10,000 rows unless --sizes is given)",
+    )
 
     p = sub.add_parser("sql", help="run one read-only SQL statement where pyevidence's functions exist")
     p.add_argument("db", metavar="DB", help="the database file")
@@ -112,7 +118,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def _bench(args: argparse.Namespace) -> Any:
-    from .bench import report, run
+    from .bench import report, run, vectors
 
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -120,6 +126,15 @@ def _bench(args: argparse.Namespace) -> Any:
         raise ValidationError("sizes", f"must be comma-separated whole numbers, got {args.sizes!r}") from None
     if not sizes or min(sizes) < 10:
         raise ValidationError("sizes", "must name at least one size of 10 rows or more")
+    if args.vectors:
+        chosen = sorted(sizes) if args.sizes != DEFAULT_BENCH_SIZES else [1_000, 10_000]
+        results = vectors.run(chosen, seed=args.seed)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "vectors.json").write_text(jsonout.dumps(results))
+        (out / "vectors.md").write_text(vectors.markdown(results))
+        sys.stderr.write(vectors.markdown(results))
+        return {"written": [str(out / "vectors.json"), str(out / "vectors.md")]}
     if args.full and 1_000_000 not in sizes:
         sizes.append(1_000_000)
     results = run.run(sorted(sizes), seed=args.seed)

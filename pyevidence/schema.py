@@ -80,7 +80,9 @@ VECTOR_ROWS_SQL = (
 # The native engine, inside SQLite with sqlite-vec: the same rows with the distance
 # instead of the vector, and the vector ranking rule of vector_scoring.vector_order
 # in SQL. The eligible rows come first (CROSS JOIN keeps the planner from starting
-# at the vectors); OFFSET 0 keeps the distance from being computed twice.
+# at the vectors); OFFSET 0 keeps the distance from being computed twice; only
+# (record_id, distance) go through the top-k sort, and the join then reads the
+# few winning rows whole, in the same statement and so the same snapshot.
 VECTOR_CANDIDATES_SQL = (
     f"SELECT {_CANDIDATE_COLUMNS},"
     " CASE WHEN v.embedding IS NULL THEN NULL ELSE vec_distance_cosine(v.embedding, ?6) END,"
@@ -88,12 +90,15 @@ VECTOR_CANDIDATES_SQL = (
     f" FROM evidence_eligible(?1, ?2, ?3) AS e LEFT JOIN evidence_vectors{_VECTOR_JOIN} ORDER BY e.record_id"
 )
 VECTOR_RANK_SQL = (
-    "SELECT record_id, revision, kind, body, source, expires_at, version, content_hash, 1.0 - distance"
-    f" FROM (SELECT {_CANDIDATE_COLUMNS}, vec_distance_cosine(v.embedding, ?6) AS distance"
-    "  FROM evidence_eligible(?1, ?2, ?3) AS e CROSS JOIN evidence_vectors AS v"
-    "  WHERE v.tenant = ?1 AND v.record_id = e.record_id AND v.version = e.version"
-    "    AND v.model = ?4 AND v.dims = ?5 LIMIT -1 OFFSET 0)"
-    " WHERE 1.0 - distance > ?7 AND distance >= -1.0 ORDER BY distance, record_id LIMIT ?8"
+    f"SELECT {_CANDIDATE_COLUMNS}, 1.0 - top.distance"
+    " FROM (SELECT record_id, distance FROM ("
+    "   SELECT e.record_id, vec_distance_cosine(v.embedding, ?6) AS distance"
+    "   FROM evidence_eligible(?1, ?2, ?3) AS e CROSS JOIN evidence_vectors AS v"
+    "   WHERE v.tenant = ?1 AND v.record_id = e.record_id AND v.version = e.version"
+    "     AND v.model = ?4 AND v.dims = ?5 LIMIT -1 OFFSET 0)"
+    "  WHERE 1.0 - distance > ?7 AND distance >= -1.0 ORDER BY distance, record_id LIMIT ?8) AS top"
+    " JOIN evidence AS e ON e.tenant = ?1 AND e.record_id = top.record_id"
+    " ORDER BY top.distance, top.record_id"
 )
 VECTOR_COUNT_SQL = (
     "SELECT count(*), count(*) - count(v.record_id)"

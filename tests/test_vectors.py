@@ -400,7 +400,7 @@ def test_arbitrary_embeddings_are_stored_or_refused_with_nothing_changed(
         except ValidationError:
             assert snapshot(path) == before
         else:
-            current, stored = snapshot(path)
+            _current, stored = snapshot(path)
             expected = TOY.vector("changed") if embedding is None else None
             assert [row[1] for row in stored] == ["r1"] and stored[0][2] == 2
             assert expected is None or stored[0][5] == expected.blob
