@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 import struct
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -88,10 +90,22 @@ def cosine_distance(a: Sequence[float], a_norm: float, b: Sequence[float]) -> fl
     The products of two float32 values are exact in double, and rounding a double
     sum of two float32 values to float32 gives the float32 sum, so each step here is
     the float32 operation sqlite-vec's C loop performs."""
+    if len(a) != len(b):
+        raise ValueError(f"vectors of {len(a)} and {len(b)} dimensions have no cosine distance")
+    # Rounding to float32 in bulk where order does not matter (the products), one
+    # step at a time where it does (the running sums): the slow part, kept tight.
+    products = array("f", map(operator.mul, a, b))
+    squares = array("f", map(operator.mul, b, b))
+    pack, unpack = _F32.pack, _F32.unpack
     dot = b_norm = 0.0
-    for x, y in zip(a, b, strict=True):
-        dot = f32(dot + f32(x * y))
-        b_norm = f32(b_norm + f32(y * y))
+    try:
+        for product, square in zip(products, squares):
+            dot = unpack(pack(dot + product))[0]
+            b_norm = unpack(pack(b_norm + square))[0]
+    except OverflowError:  # a sum beyond float32's range: C gives infinity, struct refuses
+        dot = b_norm = 0.0
+        for product, square in zip(products, squares):
+            dot, b_norm = f32(dot + product), f32(b_norm + square)
     if math.isnan(dot) or math.isnan(b_norm):
         return math.nan
     denominator = math.sqrt(b_norm) * math.sqrt(a_norm)
