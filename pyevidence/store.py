@@ -209,7 +209,8 @@ class EvidenceStore:
         if isinstance(scorer, InStoreRanker):
             prepared = scorer.prepare(query)  # the query's embedding, made outside the lock
             with self._engine_locked() as engine:
-                return scorer.rank_in(engine, (tenant, revision, now), query, prepared, limit)
+                finish = scorer.rank_in(engine, (tenant, revision, now), query, prepared, limit)
+            return finish()  # the Python engine's distances are computed here, outside the lock
         with self._engine_locked() as engine:
             if scorer is None and hasattr(engine, "rank_by_tokens"):
                 hits, eligible = engine.rank_by_tokens(tenant, revision, now, query, limit)

@@ -15,7 +15,7 @@ above ``min_similarity`` (and at most 2); ``Hit.score`` is that similarity.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,10 +77,17 @@ class VectorScorer:
 
     def rank_in(
         self, engine: Any, scope: tuple[str, str, int], query: str, prepared: Vector, limit: int
-    ) -> Retrieval:
+    ) -> Callable[[], Retrieval]:
+        """Reads what the ranking needs from ``engine`` (under the store's lock); the
+        function returned finishes it, after the lock is released."""
         del query
-        hits, eligible, unranked = engine.rank_by_vector(*scope, prepared, self.min_similarity, limit)
-        return Retrieval(hits=hits, eligible_count=eligible, ranked_by=self.name, unranked_count=unranked)
+        ranked = engine.rank_by_vector(*scope, prepared, self.min_similarity, limit)
+
+        def finish() -> Retrieval:
+            hits, eligible, unranked = ranked()
+            return Retrieval(hits=hits, eligible_count=eligible, ranked_by=self.name, unranked_count=unranked)
+
+        return finish
 
 
 class HybridScorer:
@@ -117,8 +124,12 @@ class HybridScorer:
 
     def rank_in(
         self, engine: Any, scope: tuple[str, str, int], query: str, prepared: Vector, limit: int
-    ) -> Retrieval:
-        rows = engine.vector_candidates(*scope, prepared)
+    ) -> Callable[[], Retrieval]:
+        """As VectorScorer.rank_in: the rows now, the fusion after the lock is released."""
+        read = engine.vector_candidates(*scope, prepared)
+        return lambda: self._fuse(read(), query, limit)
+
+    def _fuse(self, rows: Sequence[Scored], query: str, limit: int) -> Retrieval:
         tokens = TokenScorer()
         lexical = [(tokens.score(query, r.candidate.body), r.candidate) for r in rows]
         lexical_ranked = order([(s, c) for s, c in lexical if s > 0], len(rows))

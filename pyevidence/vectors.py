@@ -99,12 +99,12 @@ def cosine_distance(a: Sequence[float], a_norm: float, b: Sequence[float]) -> fl
     pack, unpack = _F32.pack, _F32.unpack
     dot = b_norm = 0.0
     try:
-        for product, square in zip(products, squares):
+        for product, square in zip(products, squares, strict=True):
             dot = unpack(pack(dot + product))[0]
             b_norm = unpack(pack(b_norm + square))[0]
     except OverflowError:  # a sum beyond float32's range: C gives infinity, struct refuses
         dot = b_norm = 0.0
-        for product, square in zip(products, squares):
+        for product, square in zip(products, squares, strict=True):
             dot, b_norm = f32(dot + product), f32(b_norm + square)
     if math.isnan(dot) or math.isnan(b_norm):
         return math.nan

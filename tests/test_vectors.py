@@ -404,3 +404,24 @@ def test_arbitrary_embeddings_are_stored_or_refused_with_nothing_changed(
             expected = TOY.vector("changed") if embedding is None else None
             assert [row[1] for row in stored] == ["r1"] and stored[0][2] == 2
             assert expected is None or stored[0][5] == expected.blob
+
+
+def test_the_python_engine_computes_distances_outside_the_store_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slow ranking must not stall the store's other threads, as with custom scorers."""
+    from pyevidence.engines import python_engine
+
+    with EvidenceStore(tmp_path / "ev.db", engine="python", embedder=TOY) as store:
+        store.put(**record())
+        held: list[bool] = []
+        real = python_engine.cosine_distance
+
+        def watching(*args: Any) -> float:
+            held.append(store._lock.locked())
+            return real(*args)
+
+        monkeypatch.setattr(python_engine, "cosine_distance", watching)
+        for scorer in (VectorScorer(TOY), HybridScorer(TOY)):
+            store.retrieve(query="q", scorer=scorer, **SCOPE)  # type: ignore[arg-type]
+    assert held == [False, False]

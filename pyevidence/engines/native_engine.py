@@ -15,7 +15,7 @@ Python objects and frees it in a ``finally`` before returning.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import astuple
 from typing import Any
@@ -173,17 +173,22 @@ class NativeEngine:
         )
         self._sqlite_vec = True
 
-    def vector_candidates(self, tenant: str, revision: str, now: int, query: Vector) -> list[Scored]:
-        """Every eligible record with sqlite-vec's cosine distance to ``query`` (None: no vector)."""
+    def vector_candidates(
+        self, tenant: str, revision: str, now: int, query: Vector
+    ) -> Callable[[], list[Scored]]:
+        """Every eligible record with sqlite-vec's cosine distance to ``query`` (None: no
+        vector), computed now inside SQLite; the function returned hands it over."""
         self._load_sqlite_vec()
         params = (tenant, revision, now, query.model, query.dims, query.blob)
         rows = self.run(schema.VECTOR_CANDIDATES_SQL, params, read_only=True)[1]
-        return [Scored(Candidate(*row[:8]), row[8], bool(row[9])) for row in rows]
+        scored = [Scored(Candidate(*row[:8]), row[8], bool(row[9])) for row in rows]
+        return lambda: scored
 
     def rank_by_vector(
         self, tenant: str, revision: str, now: int, query: Vector, min_similarity: float, limit: int
-    ) -> tuple[tuple[Hit, ...], int, int]:
-        """vector_scoring's ranking rule, run inside SQLite: the counts and the hits in one snapshot."""
+    ) -> Callable[[], tuple[tuple[Hit, ...], int, int]]:
+        """vector_scoring's ranking rule, run now inside SQLite: the counts and the hits in
+        one snapshot; the function returned hands them over."""
         self._load_sqlite_vec()
         scope = (tenant, revision, now, query.model, query.dims)
         with self.snapshot():
@@ -191,8 +196,8 @@ class NativeEngine:
             rows = self.run(
                 schema.VECTOR_RANK_SQL, (*scope, query.blob, min_similarity, limit), read_only=True
             )[1]
-        hits = tuple(hit_from(Candidate(*row[:8]), row[8]) for row in rows)
-        return hits, int(eligible), int(unranked)
+        ranked = tuple(hit_from(Candidate(*row[:8]), row[8]) for row in rows), int(eligible), int(unranked)
+        return lambda: ranked
 
     def backup(self, dest: str) -> None:
         self._check(lib.evidence_store_backup(self._store, os.fsencode(dest)), "backup")

@@ -11,7 +11,7 @@ import os
 import sqlite3
 import struct
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import astuple
 from typing import Any
@@ -102,29 +102,36 @@ class PythonEngine:
             rows = self._conn.execute(schema.ELIGIBLE_SQL, (tenant, revision, now)).fetchall()
         return [Candidate(*row) for row in rows]
 
-    def vector_candidates(self, tenant: str, revision: str, now: int, query: Vector) -> list[Scored]:
-        """Every eligible record with its cosine distance to ``query`` (None: no vector of its model)."""
+    def vector_candidates(
+        self, tenant: str, revision: str, now: int, query: Vector
+    ) -> Callable[[], list[Scored]]:
+        """Reads every eligible record with its vector of ``query``'s model now; the
+        function returned computes the cosine distances (None: no vector), and may run
+        after the store's lock is released: it touches no connection."""
         with _sqlite_errors("retrieve"):
             rows = self._conn.execute(
                 schema.VECTOR_ROWS_SQL, (tenant, revision, now, query.model, query.dims)
             ).fetchall()
-        components = query.components()
-        norm = squared_norm(components)
-        unpack = struct.Struct(f"<{query.dims}f").unpack
-        scored = []
-        for row in rows:
-            distance = None if row[8] is None else cosine_distance(components, norm, unpack(row[8]))
-            if distance is not None and math.isnan(distance):
-                distance = None  # as SQLite stores a NaN result: NULL
-            scored.append(Scored(Candidate(*row[:8]), distance, row[8] is not None))
-        return scored
+
+        def distances() -> list[Scored]:
+            components = query.components()
+            norm = squared_norm(components)
+            unpack = struct.Struct(f"<{query.dims}f").unpack
+            scored = []
+            for row in rows:
+                distance = None if row[8] is None else cosine_distance(components, norm, unpack(row[8]))
+                if distance is not None and math.isnan(distance):
+                    distance = None  # as SQLite stores a NaN result: NULL
+                scored.append(Scored(Candidate(*row[:8]), distance, row[8] is not None))
+            return scored
+
+        return distances
 
     def rank_by_vector(
         self, tenant: str, revision: str, now: int, query: Vector, min_similarity: float, limit: int
-    ) -> tuple[tuple[Hit, ...], int, int]:
-        return python_rank_by_vector(
-            self.vector_candidates(tenant, revision, now, query), min_similarity, limit
-        )
+    ) -> Callable[[], tuple[tuple[Hit, ...], int, int]]:
+        read = self.vector_candidates(tenant, revision, now, query)
+        return lambda: python_rank_by_vector(read(), min_similarity, limit)
 
     def backup(self, dest: str) -> None:
         with _sqlite_errors("backup"):
