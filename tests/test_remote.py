@@ -10,9 +10,12 @@ from typing import Any
 
 import pytest
 from helpers import record
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from provider import Provider, Reply, length_scores, provider
+from strategies import rich_text
 
-from pyevidence import EvidenceStore, RemoteScorer, ScorerCost, TokenScorer, ValidationError
+from pyevidence import EvidenceStore, RemoteScorer, ScorerCost, TokenScorer, ValidationError, native_available
 from pyevidence.jsonout import dumps
 
 SCOPE = dict(tenant="team-a", revision="v1", now=100)
@@ -286,3 +289,67 @@ def test_bad_configuration_is_refused(kwargs: dict[str, Any], field: str) -> Non
     with pytest.raises(ValidationError) as caught:
         RemoteScorer(**arguments)
     assert caught.value.field == field
+
+
+@pytest.fixture(scope="module")
+def shared_service() -> Iterator[Provider]:
+    with provider() as running:
+        yield running
+
+
+RECORDS = st.lists(
+    st.tuples(
+        st.sampled_from(["team-a", "team-b"]),
+        st.sampled_from(["r1", "r2", "r3", "r4"]),
+        st.sampled_from(["v1", "v2"]),
+        st.integers(95, 105),
+        rich_text.filter(lambda t: t.strip() != ""),
+        st.booleans(),  # forget it afterwards
+    ),
+    max_size=12,
+)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=RECORDS, now=st.integers(94, 106), batch=st.integers(1, 5))
+def test_the_service_receives_exactly_the_eligible_set(
+    engine: str,
+    shared_service: Provider,
+    records: list[tuple[str, str, str, int, str, bool]],
+    now: int,
+    batch: int,
+) -> None:
+    """Against a model of the rules: the current, unforgotten records of team-a at v1
+    expiring after now. Those bodies, each once, are all that leaves the process."""
+    if engine == "native" and not native_available():
+        pytest.skip("native engine not built in this installation")
+    model: dict[tuple[str, str], tuple[str, int, str]] = {}
+    with EvidenceStore(":memory:", engine=engine) as store:
+        for tenant, record_id, revision, expires_at, body, forget in records:
+            store.put(
+                **record(
+                    tenant=tenant, record_id=record_id, revision=revision, expires_at=expires_at, body=body
+                )
+            )
+            model[(tenant, record_id)] = (revision, expires_at, body)
+            if forget:
+                store.forget(tenant=tenant, record_id=record_id)
+                del model[(tenant, record_id)]
+        shared_service.received.clear()
+        shared_service.reply = length_scores
+        result = store.retrieve(
+            tenant="team-a",
+            revision="v1",
+            query="q",
+            now=now,
+            scorer=RemoteScorer(shared_service.url, max_batch_candidates=batch),
+        )
+    eligible = sorted(
+        (rid, body)
+        for (tenant, rid), (rev, exp, body) in model.items()
+        if tenant == "team-a" and rev == "v1" and exp > now
+    )
+    sent = sorted((c["id"], c["text"]) for r in shared_service.received for c in r.document["candidates"])
+    assert sent == eligible
+    assert result.status == "ok" and result.eligible_count == len(eligible)
+    assert result.cost is not None and result.cost.requests == len(shared_service.received)
