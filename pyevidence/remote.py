@@ -113,7 +113,11 @@ class RemoteScorer:
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("name", "must be a non-empty string")
         self.name = name
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        self._headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"pyevidence/{_version()}",
+        }
         for key, value in (headers or {}).items():
             if (
                 not isinstance(key, str)
@@ -289,6 +293,12 @@ class RemoteScorer:
         if time.monotonic() >= deadline_at:
             return f"no reply within the deadline of {self.deadline} s"
         return f"no reply within the timeout of {self.timeout} s"
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
 
 
 def _candidate_json(candidate: Candidate) -> bytes:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from provider import Provider, Reply, length_scores, provider
 from strategies import rich_text
 
+import pyevidence
 from pyevidence import EvidenceStore, RemoteScorer, ScorerCost, TokenScorer, ValidationError, native_available
 from pyevidence.jsonout import dumps
 
@@ -66,6 +67,7 @@ def test_request_shape_and_headers(store: EvidenceStore, service: Provider) -> N
     assert request.head.startswith(b"POST /rerank HTTP/1.1\r\n")
     assert b"Authorization: Bearer t0ken" in request.head
     assert b"Content-Type: application/json" in request.head
+    assert f"User-Agent: pyevidence/{pyevidence.__version__}".encode() in request.head
 
 
 def test_scores_rank_highest_first_with_ties_by_record_id(store: EvidenceStore, service: Provider) -> None:
