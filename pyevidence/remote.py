@@ -27,7 +27,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .errors import ScorerError, ValidationError
@@ -55,14 +55,7 @@ class _Spend:
     bytes_received: int = 0
 
     def frozen(self, elapsed: float) -> ScorerCost:
-        return ScorerCost(
-            requests=self.requests,
-            retries=self.retries,
-            candidates_sent=self.candidates_sent,
-            bytes_sent=self.bytes_sent,
-            bytes_received=self.bytes_received,
-            elapsed_seconds=elapsed,
-        )
+        return ScorerCost(elapsed_seconds=elapsed, **asdict(self))
 
 
 class RemoteScorer:
