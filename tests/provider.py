@@ -42,7 +42,7 @@ class Provider:
     url: str
     reply: Callable[[Any], Reply] = length_scores
     received: list[Received] = field(default_factory=list)
-    replied: list[bytes] = field(default_factory=list)
+    replied: list[bytes] = field(default_factory=list)  # reply bodies, in the order sent
 
     @property
     def candidate_texts(self) -> list[str]:
@@ -64,13 +64,14 @@ def provider() -> Iterator[Provider]:
             status, payload, delay = service.reply(json.loads(body))
             if delay:
                 threading.Event().wait(delay)
+            # Recorded before it is sent: once the client has it, the test may look.
+            service.replied.append(payload)
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
-                service.replied.append(payload)
             except OSError:
                 pass  # the client gave up waiting (a timeout test): nothing was delivered
 
