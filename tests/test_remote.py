@@ -82,6 +82,15 @@ def test_scores_rank_highest_first_with_ties_by_record_id(store: EvidenceStore, 
     assert [h.record_id for h in retrieve(store, RemoteScorer(service.url), limit=2)] == ["r1", "r0"]
 
 
+def test_proxy_settings_of_the_environment_are_not_used(
+    store: EvidenceStore, service: Provider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens there
+    put_in_scope(store, "one")
+    assert retrieve(store, RemoteScorer(service.url)).status == "ok" and len(service.received) == 1
+
+
 def test_nothing_eligible_sends_nothing(store: EvidenceStore, service: Provider) -> None:
     store.put(**record(tenant="team-b", body="not yours"))
     result = retrieve(store, RemoteScorer(service.url))
@@ -131,6 +140,7 @@ INVALID_REPLIES = {
     "no score": (_bad(b'{"scores": [{"id": "r0"}, {"id": "r1"}, {"id": "r2"}]}'), '{"id": <string>'),
     "HTTP 500": (_bad(b"{}", status=500), "HTTP 500"),
     "HTTP 400": (_bad(b"{}", status=400), "HTTP 400"),
+    "a redirect": (_bad(b"{}", status=301), "HTTP 301"),
 }
 
 
