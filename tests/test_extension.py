@@ -232,3 +232,49 @@ def test_schema_created_by_the_shell_is_accepted_by_the_store(tmp_path: Path) ->
     with EvidenceStore(db, engine="python") as store:
         store.put(**record())
         assert store.retrieve(tenant="team-a", revision="v1", query="queue", now=0).eligible_count == 1
+
+
+README_VECTOR_QUERY = (
+    "SELECT e.record_id, 1.0 - vec_distance_cosine(v.embedding, :q) AS similarity"
+    " FROM evidence_eligible('team-a', 'v1', 100) AS e CROSS JOIN evidence_vectors AS v"
+    " WHERE v.tenant = 'team-a' AND v.record_id = e.record_id AND v.version = e.version AND v.model = 'toy'"
+    " ORDER BY vec_distance_cosine(v.embedding, :q), e.record_id LIMIT 5;"
+)
+
+
+def test_sqlite3_shell_ranks_vectors_like_the_store(tmp_path: Path) -> None:
+    import sqlite_vec
+
+    from pyevidence import Embedder, VectorScorer
+
+    shell = sqlite3_shell()
+    db = tmp_path / "vectors.db"
+    embedder = Embedder("toy", lambda text: [1.0, 0.0, 0.0])
+    with EvidenceStore(db, engine="python", embedder=embedder) as store:
+        store.put(**record(record_id="near"), embedding=[1.0, 0.1, 0.0])
+        store.put(**record(record_id="far"), embedding=[0.0, 1.0, 0.0])
+        store.put(**record(record_id="expired", expires_at=100), embedding=[1.0, 0.0, 0.0])
+        store.put(**record(record_id="other", tenant="team-b"), embedding=[1.0, 0.0, 0.0])
+        expected = store.retrieve(
+            tenant="team-a",
+            revision="v1",
+            query="q",
+            now=100,
+            scorer=VectorScorer(embedder, min_similarity=-1.0),
+        )
+    script = "\n".join(
+        [
+            f".load {pyevidence.loadable_path()}",
+            f".load {sqlite_vec.loadable_path()}",
+            ".parameter set :q \"vec_f32('[1, 0, 0]')\"",
+            README_VECTOR_QUERY,
+        ]
+    )
+    done = subprocess.run(
+        [shell, "-bail", str(db)], input=script, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("|") for line in done.stdout.splitlines()]
+    assert [r[0] for r in rows] == [h.record_id for h in expected] == ["near", "far"]
+    # The shell prints 15 significant digits; the store's value is the same double.
+    assert [float(r[1]) for r in rows] == pytest.approx([h.score for h in expected], rel=1e-14)
