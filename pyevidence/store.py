@@ -194,7 +194,10 @@ class EvidenceStore:
 
         Eligibility is decided first, in SQL; only eligible records reach the
         scorer (default: TokenScorer, lexical overlap). An empty result means no
-        evidence was found, not that no problem exists.
+        evidence was found, not that no problem exists. A RemoteScorer, VectorScorer
+        or HybridScorer ranks by its own rule (README "Ranking providers"); a remote
+        one can fail, and then ``status`` says "unavailable" (no hits: not ranked)
+        or "degraded" (its fallback ranked).
         """
         tenant, revision, now = validation.scope(
             tenant=tenant, revision=revision, now=now, limits=self._limits
@@ -217,7 +220,7 @@ class EvidenceStore:
                 return Retrieval(hits=hits, eligible_count=eligible)
             candidates = engine.candidates(tenant, revision, now)
         # Scoring happens outside the lock: a slow scorer must not stall other threads.
-        if isinstance(scorer, SetRanker) and not isinstance(scorer, InStoreRanker):
+        if isinstance(scorer, SetRanker):
             return _checked_retrieval(
                 scorer.rank_candidates(query, candidates, limit), len(candidates), limit
             )
