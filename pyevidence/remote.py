@@ -129,7 +129,8 @@ class RemoteScorer:
         self.max_retries = _count("max_retries", max_retries, 0)
         self.retry_backoff = _positive("retry_backoff", retry_backoff, allow_zero=True)
         self.max_response_bytes = _count("max_response_bytes", max_response_bytes, 64)
-        if min_score is not None and not (isinstance(min_score, (int, float)) and math.isfinite(min_score)):
+        real = isinstance(min_score, (int, float)) and not isinstance(min_score, bool)
+        if min_score is not None and not (real and math.isfinite(min_score)):
             raise ValidationError("min_score", f"must be None or a finite number, got {min_score!r}")
         self.min_score = min_score
         if fallback is not None and not callable(getattr(fallback, "score", None)):

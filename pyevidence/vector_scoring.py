@@ -111,9 +111,8 @@ class HybridScorer:
     ) -> None:
         self.vectors = VectorScorer(embedder, min_similarity=min_similarity)
         for field, weight in (("lexical_weight", lexical_weight), ("vector_weight", vector_weight)):
-            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-                raise ValidationError(field, f"must be a finite number >= 0, got {weight!r}")
-            if weight < 0:
+            number = isinstance(weight, (int, float)) and not isinstance(weight, bool)
+            if not number or not math.isfinite(weight) or weight < 0:
                 raise ValidationError(field, f"must be a finite number >= 0, got {weight!r}")
         self.lexical_weight = float(lexical_weight)
         self.vector_weight = float(vector_weight)

@@ -294,6 +294,7 @@ def test_the_result_prints_its_status_and_cost(store: EvidenceStore, service: Pr
         ({"headers": {"X": "a\r\nInjected: 1"}}, "headers"),
         ({"fallback": object()}, "fallback"),
         ({"min_score": float("inf")}, "min_score"),
+        ({"min_score": True}, "min_score"),
     ],
 )
 def test_bad_configuration_is_refused(kwargs: dict[str, Any], field: str) -> None:

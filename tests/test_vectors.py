@@ -425,3 +425,23 @@ def test_the_python_engine_computes_distances_outside_the_store_lock(
         for scorer in (VectorScorer(TOY), HybridScorer(TOY)):
             store.retrieve(query="q", scorer=scorer, **SCOPE)  # type: ignore[arg-type]
     assert held == [False, False]
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: Embedder("", hashed), "model"),
+        (lambda: Embedder("m", "not callable"), "embed"),
+        (lambda: VectorScorer("not an embedder"), "embedder"),  # type: ignore[arg-type]
+        (lambda: VectorScorer(TOY, min_similarity=math.nan), "min_similarity"),
+        (lambda: VectorScorer(TOY, min_similarity=True), "min_similarity"),
+        (lambda: HybridScorer(TOY, lexical_weight=-1.0), "lexical_weight"),
+        (lambda: HybridScorer(TOY, vector_weight=math.inf), "vector_weight"),
+        (lambda: HybridScorer(TOY, vector_weight=True), "vector_weight"),
+        (lambda: EvidenceStore(":memory:", embedder=hashed), "embedder"),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_vector_configuration_is_refused(make: Any, field: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        make()
+    assert caught.value.field == field
