@@ -1,9 +1,11 @@
 """Model-based test: random put / retrieve / forget / reopen sequences on every engine,
-each compared with a plain in-memory model of the rules."""
+each compared with a plain in-memory model of the rules, vectors and their ranking included."""
 
 from __future__ import annotations
 
 import shutil
+import sqlite3
+import struct
 import tempfile
 from pathlib import Path
 
@@ -12,8 +14,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from strategies import rich_text
 
-from pyevidence import EvidenceStore, Record, native_available
+from pyevidence import Embedder, EvidenceStore, HybridScorer, Record, VectorScorer, native_available
 from pyevidence.tokens import token_overlap
+from pyevidence.vectors import cosine_distance, f32, squared_norm
 
 ENGINES = ["python"] + (["native"] if native_available() else [])
 TENANTS = st.sampled_from(["team-a", "team-b", "Team-A"])
@@ -22,6 +25,37 @@ IDS = st.sampled_from(["r1", "r2", "r3", "R1", "é", "r\x001"])
 TIMES = st.integers(min_value=0, max_value=12)
 KIND = st.sampled_from(["working", "incident", "runbook"])
 BODIES = rich_text.filter(lambda s: s.strip() != "")
+# Small integer components: distances tie often, so the tie rule is exercised.
+VECTORS = st.none() | st.lists(st.integers(-3, 3), min_size=3, max_size=3).filter(any)
+
+
+def toy_embedding(text: str) -> list[float]:
+    """The stores' embedder: deterministic, nonzero, no meaning."""
+    return [float(len(text) % 3 + 1), float(text.count("q") % 3), float(text.count("a") % 2)]
+
+
+EMBEDDER = Embedder("toy", toy_embedding)
+
+
+def model_vector_ranking(
+    model: dict[tuple[str, str], Record],
+    vectors: dict[tuple[str, str], list[float]],
+    tenant: str,
+    revision: str,
+    query: str,
+    now: int,
+    limit: int,
+) -> list[str]:
+    """The vector rule, written out: scope first, then distance (sqlite-vec's float32
+    arithmetic, pyevidence.vectors), then record id; similarity must be above 0."""
+    q = [f32(x) for x in toy_embedding(query)]
+    ranked = []
+    for key, r in model.items():
+        if r.tenant == tenant and r.revision == revision and r.expires_at > now and key in vectors:
+            distance = cosine_distance(q, squared_norm(q), vectors[key])
+            if 1.0 - distance > 0.0:
+                ranked.append((distance, r.record_id))
+    return [record_id for _, record_id in sorted(ranked)[:limit]]
 
 
 def model_retrieve(
@@ -43,19 +77,41 @@ class StoreMachine(RuleBasedStateMachine):
         self.model: dict[tuple[str, str], Record] = {}
         # Every put (its body) and forget (None), per (tenant, record_id): what history() lists.
         self.events: dict[tuple[str, str], list[str | None]] = {}
-        self.stores = {name: EvidenceStore(self.tmp / f"{name}.db", engine=name) for name in ENGINES}
+        self.vectors: dict[tuple[str, str], list[float]] = {}  # float32 components
+        self.stores = {
+            name: EvidenceStore(self.tmp / f"{name}.db", engine=name, embedder=EMBEDDER) for name in ENGINES
+        }
 
-    @rule(tenant=TENANTS, record_id=IDS, revision=REVISIONS, kind=KIND, body=BODIES, expires_at=TIMES)
-    def put(self, tenant: str, record_id: str, revision: str, kind: str, body: str, expires_at: int) -> None:
+    @rule(
+        tenant=TENANTS,
+        record_id=IDS,
+        revision=REVISIONS,
+        kind=KIND,
+        body=BODIES,
+        expires_at=TIMES,
+        vector=VECTORS,
+    )
+    def put(
+        self,
+        tenant: str,
+        record_id: str,
+        revision: str,
+        kind: str,
+        body: str,
+        expires_at: int,
+        vector: list[int] | None,
+    ) -> None:
         rec = Record(tenant, record_id, revision, kind, body, f"src://{record_id}", expires_at)
         self.model[(tenant, record_id)] = rec
         self.events.setdefault((tenant, record_id), []).append(body)
+        self.vectors[(tenant, record_id)] = [f32(x) for x in (vector or toy_embedding(body))]
         for store in self.stores.values():
-            store.put(**rec.__dict__)
+            store.put(**rec.__dict__, embedding=vector)
 
     @rule(tenant=TENANTS, record_id=IDS)
     def forget(self, tenant: str, record_id: str) -> None:
         expected = self.model.pop((tenant, record_id), None) is not None
+        self.vectors.pop((tenant, record_id), None)
         if expected:
             self.events[(tenant, record_id)].append(None)
         for store in self.stores.values():
@@ -81,11 +137,55 @@ class StoreMachine(RuleBasedStateMachine):
             assert got == expected, name
             assert result.eligible_count == eligible, name
 
+    @rule(tenant=TENANTS, revision=REVISIONS, query=rich_text, now=TIMES, limit=st.integers(1, 10))
+    def retrieve_by_vector(self, tenant: str, revision: str, query: str, now: int, limit: int) -> None:
+        expected = model_vector_ranking(self.model, self.vectors, tenant, revision, query, now, limit)
+        results = []
+        for name, store in self.stores.items():
+            result = store.retrieve(
+                tenant=tenant,
+                revision=revision,
+                query=query,
+                now=now,
+                limit=limit,
+                scorer=VectorScorer(EMBEDDER),
+            )
+            assert [h.record_id for h in result] == expected, name
+            assert result.unranked_count == 0, name  # every record was put with a vector
+            hybrid = store.retrieve(
+                tenant=tenant,
+                revision=revision,
+                query=query,
+                now=now,
+                limit=limit,
+                scorer=HybridScorer(EMBEDDER),
+            )
+            results.append((result, hybrid))
+        assert all(pair == results[0] for pair in results)  # scores too, bit for bit
+
     @rule()
     def reopen(self) -> None:
         for name in list(self.stores):
             self.stores[name].close()
-            self.stores[name] = EvidenceStore(self.tmp / f"{name}.db", engine=name)
+            self.stores[name] = EvidenceStore(self.tmp / f"{name}.db", engine=name, embedder=EMBEDDER)
+
+    @invariant()
+    def every_current_record_has_exactly_its_vector(self) -> None:
+        """No stale vector: one per current record, of its current version, as put."""
+        if not hasattr(self, "stores"):
+            return
+        for name in self.stores:
+            conn = sqlite3.connect(self.tmp / f"{name}.db")
+            try:
+                rows = conn.execute(
+                    "SELECT v.tenant, v.record_id, v.version = e.version, v.embedding"
+                    " FROM evidence_vectors AS v"
+                    " LEFT JOIN evidence AS e ON e.tenant = v.tenant AND e.record_id = v.record_id"
+                ).fetchall()
+            finally:
+                conn.close()
+            stored = {(t, r): (current, list(struct.unpack("<3f", blob))) for t, r, current, blob in rows}
+            assert stored == {key: (1, vector) for key, vector in self.vectors.items()}, name
 
     @invariant()
     def engines_hold_the_same_records(self) -> None:
