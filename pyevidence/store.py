@@ -17,7 +17,7 @@ from .limits import DEFAULT_LIMITS, Limits
 from .records import QueryResult, Record, Retrieval, Verification, Version, VersionLookup
 from .scoped import ScopedStore
 from .scoring import Scorer, SetRanker, TokenScorer, rank, scorer_name
-from .vector_scoring import HybridScorer, InStoreRanker, VectorScorer
+from .vector_scoring import InStoreRanker
 from .vectors import Embedder, Vector, vector
 
 ENGINES = ("auto", "native", "python")
@@ -204,7 +204,7 @@ class EvidenceStore:
         )
         query = validation.query(query, self._limits)
         limit = validation.limit(limit)
-        if scorer is not None and not isinstance(scorer, (Scorer, SetRanker, VectorScorer, HybridScorer)):
+        if scorer is not None and not isinstance(scorer, (Scorer, SetRanker, InStoreRanker)):
             raise ValidationError(
                 "scorer",
                 "must have a score(query, body) or a rank_candidates(query, candidates, limit) method",
