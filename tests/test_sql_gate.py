@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from helpers import record
+from sql_gate_sweep import allow_lists
 
 from pyevidence import EvidenceStore, StoreError, TokenScorer, native_available
 
@@ -228,3 +229,62 @@ def test_invalid_stored_text_is_reported_as_what_it_is(db: Path) -> None:
         done = subprocess.run([sys.executable, "-m", "pyevidence", *args], capture_output=True, text=True)
         assert done.returncode == 1 and "reading column 'body' failed" in done.stderr
         assert "retrieve failed" not in done.stderr
+
+
+def test_sweep_every_function_and_pragma_is_refused_by_name_or_allow_listed_and_harmless(
+    tmp_path: Path,
+) -> None:
+    """Every function (PRAGMA function_list) and pragma (PRAGMA pragma_list) of the linked
+    SQLite, pyevidence and sqlite-vec (when installed), called through store.query() with
+    several argument rows: each is refused with a message naming it, unless it is on the
+    allow-list in csrc/evidence_store.c, where it runs without writing the file, changing
+    the connection's settings, leaking a pointer or crashing the process."""
+    source = (Path(__file__).parent.parent / "csrc" / "evidence_store.c").read_text()
+    allowed_functions, allowed_pragmas = allow_lists(source)
+    sweep = Path(__file__).parent / "sql_gate_sweep.py"
+    done = subprocess.run(
+        [sys.executable, str(sweep), str(tmp_path / "sweep.db")], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, f"the sweep crashed ({done.returncode}): {done.stderr[-2000:]}"
+    report = json.loads(done.stdout)
+    assert report["control_pointer_detected"] and report["control_write_detected"]
+    assert report["settings_after"] == report["settings_before"]
+    assert len(report["functions"]) > 100 and len(report["pragmas"]) > 50
+    problems = []
+    for name, calls in report["functions"].items():
+        outcomes = [outcome for _, _, outcome in calls]
+        if name.lower() in allowed_functions:
+            if not any(outcome == "ran" for outcome in outcomes):
+                problems.append(f"allowed function {name}() never ran: {outcomes[:2]}")
+            problems += [f"{name}(): {o}" for o in outcomes if o.split(":")[0] not in ("ran", "error")]
+        else:
+            refusal = f"function {name.lower()}() is not allowed in read-only SQL"
+            problems += [f"{name}(): {o}" for o in outcomes if refusal not in o]
+    for name, calls in report["pragmas"].items():
+        outcomes = {sql: outcome for sql, _, outcome in calls}
+        if name in allowed_pragmas:
+            assert outcomes[f"PRAGMA {name}"] == "ran", (name, outcomes)
+            problems += [
+                f"{sql}: {o}"
+                for sql, o in outcomes.items()
+                if o.split(":")[0] not in ("ran", "error", "refused")
+            ]
+            problems += [
+                f"{sql}: {o}"
+                for sql, o in outcomes.items()
+                if o.startswith("refused") and "with a value" not in o
+            ]
+        else:
+            refusal = f"pragma {name} is not allowed in read-only SQL"
+            assert refusal in outcomes[f"PRAGMA {name}"], (name, outcomes)
+            # Other spellings may fail before the pragma is reached: no table-valued form,
+            # or an argument it does not take.
+            unreached = ("no such table", "too many arguments", "unknown database")
+            problems += [
+                f"{sql}: {o}"
+                for sql, o in outcomes.items()
+                if refusal not in o and not (o.startswith("error") and any(u in o for u in unreached))
+            ]
+    assert problems == []
+    if report["sqlite_vec"]:
+        assert "vec_distance_cosine" in report["functions"]
