@@ -375,9 +375,10 @@ static int readOnlyFunction(EvidenceStore *p, const char *zName) {
   for (i = 0; i < COUNT_OF(azReadOnlyFunction); i++) {
     if (sqlite3_stricmp(zName, azReadOnlyFunction[i]) == 0) return SQLITE_OK;
   }
-  return readOnlyDeny(p, sqlite3_mprintf("function %s() is not allowed in read-only SQL; only functions that"
-                                         " cannot write, load code or expose memory are (see store.query())",
-                                         zName));
+  return readOnlyDeny(
+      p, sqlite3_mprintf("function %s() is not allowed in read-only SQL; it allows only functions"
+                         " that cannot write, load code or expose memory (see store.query())",
+                         zName));
 }
 
 static int readOnlyPragma(EvidenceStore *p, const char *zName, const char *zArg) {
@@ -390,8 +391,8 @@ static int readOnlyPragma(EvidenceStore *p, const char *zName, const char *zArg)
                                         " the connection; only read-only statements are allowed here",
                                         zName));
   }
-  return readOnlyDeny(p, sqlite3_mprintf("pragma %s is not allowed in read-only SQL; only pragmas that"
-                                         " only read are (see store.query())",
+  return readOnlyDeny(p, sqlite3_mprintf("pragma %s is not allowed in read-only SQL; it allows only pragmas"
+                                         " that just read (see store.query())",
                                          zName));
 }
 
