@@ -49,7 +49,8 @@ struct EvidenceStore {
   sqlite3 *db;
   EvidenceScanStats *pStats; /* evidence_eligible's per-connection row count */
   sqlite3_stmt *aStmt[N_STMT];
-  char *zErr; /* the last error message, or 0 */
+  char *zErr;    /* the last error message, or 0 */
+  char *zDenied; /* why the read-only gate refused the current query, or 0 */
 };
 
 /* Records an error message; returns rc so callers can `return storeError(...)`. */
@@ -96,6 +97,7 @@ void evidence_store_close(EvidenceStore *p) {
   for (i = 0; i < N_STMT; i++) sqlite3_finalize(p->aStmt[i]);
   sqlite3_close(p->db);
   sqlite3_free(p->zErr);
+  sqlite3_free(p->zDenied);
   sqlite3_free(p);
 }
 
@@ -219,36 +221,223 @@ static int tableAppendRow(EvidenceTable *t, sqlite3_stmt *pStmt, size_t *pnAlloc
   return SQLITE_OK;
 }
 
-/* While a read-only query is prepared and run, refuses what sqlite3_stmt_readonly()
-** lets through although it changes the connection: transactions, savepoints,
-** ATTACH and DETACH, and pragmas given a value (other than the introspection
-** pragmas, whose argument is a table name). Statements that write to a database
-** are refused by sqlite3_stmt_readonly() itself. */
-static int readOnlyAuthorizer(void *pArg, int op, const char *z1, const char *z2, const char *zDb,
-                              const char *zTrigger) {
-  static const char *const azIntrospection[] = {"table_info",  "table_xinfo",      "index_list", "index_info",
-                                                "index_xinfo", "foreign_key_list", "table_list"};
-  size_t i;
-  (void)pArg;
-  (void)zDb;
-  (void)zTrigger;
-  switch (op) {
-    case SQLITE_TRANSACTION:
-    case SQLITE_SAVEPOINT:
-    case SQLITE_ATTACH:
-    case SQLITE_DETACH: return SQLITE_DENY;
-    case SQLITE_PRAGMA:
-      if (z2 == 0) return SQLITE_OK;
-      for (i = 0; i < sizeof(azIntrospection) / sizeof(azIntrospection[0]); i++) {
-        if (sqlite3_stricmp(z1, azIntrospection[i]) == 0) return SQLITE_OK;
-      }
-      return SQLITE_DENY;
-    default: return SQLITE_OK;
-  }
-}
+/* ---- The read-only SQL gate
+**
+** With read_only set, evidence_store_query runs SQL that a user typed
+** (store.query(), `pyevidence sql`), possibly on a file someone else wrote.
+** sqlite3_stmt_readonly() only says whether the statement itself writes a
+** database. It cannot see a function with side effects (fts3_tokenizer() hands
+** out, and replaces, a pointer into libsqlite3: the next MATCH crashes) nor a
+** pragma that writes through a statement of its own (optimize runs ANALYZE).
+** So the gate is an authorizer built of allow-lists: actions, functions and
+** pragmas. Whatever is not named below is refused, including whatever a later
+** SQLite, or an extension loaded into the connection, adds; each refusal names
+** what it refused. tests/test_sql_gate.py sweeps every function and pragma of
+** the linked SQLite against these lists. */
+
+/* Functions read-only SQL may call: each computes its result from its arguments
+** (or reports a fixed fact such as sqlite_version()), reads nothing but them, and
+** writes nothing. Deliberately absent, among everything else:
+**   load_extension      runs a library's code;
+**   fts3_tokenizer      returns, and with two arguments replaces, a raw pointer;
+**   fts5, matchinfo, snippet, offsets, highlight, bm25, optimize, rtreenode,
+**   rtreedepth, rtreecheck
+**                       FTS and R*Tree internals (pointers, page images, index
+**                       merges); pyevidence keeps no such tables;
+**   sqlite_log          writes to the process's error log;
+**   changes, total_changes, last_insert_rowid
+**                       the connection's history of writes, not data;
+**   zeroblob            only of use to reserve space for blob I/O, and a
+**                       one-call way to ask for a gigabyte;
+**   subtype, sqlite_offset
+**                       debugging aids (internal flags, file offsets).
+** Memory: every value stays within SQLite's length limit (SQLITE_LIMIT_LENGTH). */
+static const char *const azReadOnlyFunction[] = {
+    /* scalar */
+    "abs", "char", "coalesce", "concat", "concat_ws", "format", "glob", "hex", "if", "ifnull", "iif", "instr",
+    "length", "like", "likelihood", "likely", "lower", "ltrim", "max", "min", "nullif", "octet_length",
+    "printf", "quote", "random", "randomblob", "replace", "round", "rtrim", "sign", "soundex", "substr",
+    "substring", "trim", "typeof", "unhex", "unicode", "unlikely", "upper",
+    /* the MATCH operator: an error, unless a virtual table (FTS) answers it by searching */
+    "match",
+    /* facts about the SQLite library, the same for every query */
+    "sqlite_compileoption_get", "sqlite_compileoption_used", "sqlite_source_id", "sqlite_version",
+    /* aggregate */
+    "avg", "count", "group_concat", "string_agg", "sum", "total",
+    /* window */
+    "cume_dist", "dense_rank", "first_value", "lag", "last_value", "lead", "nth_value", "ntile",
+    "percent_rank", "rank", "row_number",
+    /* date and time */
+    "current_date", "current_time", "current_timestamp", "date", "datetime", "julianday", "strftime", "time",
+    "timediff", "unixepoch",
+    /* math */
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos", "cosh", "degrees",
+    "exp", "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow", "power", "radians", "sin", "sinh",
+    "sqrt", "tan", "tanh", "trunc",
+    /* JSON (json_each and json_tree are tables, not functions) */
+    "->", "->>", "json", "json_array", "json_array_length", "json_error_position", "json_extract",
+    "json_group_array", "json_group_object", "json_insert", "json_object", "json_patch", "json_pretty",
+    "json_quote", "json_remove", "json_replace", "json_set", "json_type", "json_valid", "jsonb",
+    "jsonb_array", "jsonb_extract", "jsonb_group_array", "jsonb_group_object", "jsonb_insert", "jsonb_object",
+    "jsonb_patch", "jsonb_remove", "jsonb_replace", "jsonb_set",
+    /* pyevidence's own */
+    "evidence_sha256", "evidence_tokens", "evidence_version", "token_overlap",
+    /* sqlite-vec's vector arithmetic, once the store has loaded it for vector ranking */
+    "vec_add", "vec_bit", "vec_distance_cosine", "vec_distance_hamming", "vec_distance_l1", "vec_distance_l2",
+    "vec_f32", "vec_int8", "vec_length", "vec_normalize", "vec_quantize_binary", "vec_quantize_int8",
+    "vec_slice", "vec_sub", "vec_to_json", "vec_type", "vec_version"};
+
+/* Pragmas read-only SQL may run, as a statement (PRAGMA page_count) or as a
+** table (SELECT * FROM pragma_table_info('evidence')). Each only reports. Given a
+** value, most would change the connection (PRAGMA cache_size = 1): a value is
+** refused unless bNamesObject, where the argument names the table, index or
+** database to describe or check (or, for the checks, a count of errors to list).
+** Deliberately absent, among everything else: optimize (runs ANALYZE, which
+** writes sqlite_stat1), wal_checkpoint, incremental_vacuum, shrink_memory,
+** journal_mode (a query of it switches modes; sqlite3_stmt_readonly refuses it
+** too), and the deprecated ones. */
+static const struct ReadOnlyPragma {
+  const char *zName;
+  int bNamesObject;
+} aReadOnlyPragma[] = {/* what the database holds */
+                       {"table_info", 1},
+                       {"table_xinfo", 1},
+                       {"table_list", 1},
+                       {"index_list", 1},
+                       {"index_info", 1},
+                       {"index_xinfo", 1},
+                       {"foreign_key_list", 1},
+                       {"database_list", 0},
+                       /* checks that read every page */
+                       {"integrity_check", 1},
+                       {"quick_check", 1},
+                       {"foreign_key_check", 1},
+                       /* facts about the file */
+                       {"application_id", 0},
+                       {"auto_vacuum", 0},
+                       {"data_version", 0},
+                       {"encoding", 0},
+                       {"freelist_count", 0},
+                       {"page_count", 0},
+                       {"page_size", 0},
+                       {"schema_version", 0},
+                       {"user_version", 0},
+                       /* what this SQLite offers */
+                       {"collation_list", 0},
+                       {"compile_options", 0},
+                       {"function_list", 0},
+                       {"module_list", 0},
+                       {"pragma_list", 0},
+                       /* the connection's settings, read */
+                       {"analysis_limit", 0},
+                       {"automatic_index", 0},
+                       {"busy_timeout", 0},
+                       {"cache_size", 0},
+                       {"cache_spill", 0},
+                       {"cell_size_check", 0},
+                       {"checkpoint_fullfsync", 0},
+                       {"defer_foreign_keys", 0},
+                       {"foreign_keys", 0},
+                       {"fullfsync", 0},
+                       {"hard_heap_limit", 0},
+                       {"ignore_check_constraints", 0},
+                       {"journal_size_limit", 0},
+                       {"legacy_alter_table", 0},
+                       {"locking_mode", 0},
+                       {"max_page_count", 0},
+                       {"mmap_size", 0},
+                       {"query_only", 0},
+                       {"read_uncommitted", 0},
+                       {"recursive_triggers", 0},
+                       {"reverse_unordered_selects", 0},
+                       {"secure_delete", 0},
+                       {"soft_heap_limit", 0},
+                       {"synchronous", 0},
+                       {"temp_store", 0},
+                       {"threads", 0},
+                       {"trusted_schema", 0},
+                       {"wal_autocheckpoint", 0}};
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char zReadOnlyMessage[] =
     "only read-only statements are allowed here; write with put and forget";
+
+/* Keeps the message of a refusal for the caller; the authorizer cannot return one. */
+static int readOnlyDeny(EvidenceStore *p, char *zMsg) {
+  sqlite3_free(p->zDenied);
+  p->zDenied = zMsg;
+  return SQLITE_DENY;
+}
+
+static int readOnlyFunction(EvidenceStore *p, const char *zName) {
+  size_t i;
+  for (i = 0; i < COUNT_OF(azReadOnlyFunction); i++) {
+    if (sqlite3_stricmp(zName, azReadOnlyFunction[i]) == 0) return SQLITE_OK;
+  }
+  return readOnlyDeny(
+      p, sqlite3_mprintf("function %s() is not allowed in read-only SQL; it allows only functions"
+                         " that cannot write, load code or expose memory (see store.query())",
+                         zName));
+}
+
+static int readOnlyPragma(EvidenceStore *p, const char *zName, const char *zArg) {
+  size_t i;
+  for (i = 0; i < COUNT_OF(aReadOnlyPragma); i++) {
+    if (sqlite3_stricmp(zName, aReadOnlyPragma[i].zName) != 0) continue;
+    if (zArg == 0 || aReadOnlyPragma[i].bNamesObject) return SQLITE_OK;
+    return readOnlyDeny(p,
+                        sqlite3_mprintf("pragma %s with a value is not allowed in read-only SQL: it changes"
+                                        " the connection; only read-only statements are allowed here",
+                                        zName));
+  }
+  return readOnlyDeny(p, sqlite3_mprintf("pragma %s is not allowed in read-only SQL; it allows only pragmas"
+                                         " that just read (see store.query())",
+                                         zName));
+}
+
+/* The authorizer of read-only queries, on while they are prepared and stepped:
+** reading, functions and pragmas of the lists above, nothing else (transactions,
+** savepoints, ATTACH, DETACH, and every write, which sqlite3_stmt_readonly()
+** refuses as well). */
+static int readOnlyAuthorizer(void *pArg, int op, const char *z1, const char *z2, const char *zDb,
+                              const char *zTrigger) {
+  EvidenceStore *p = pArg;
+  (void)zDb;
+  switch (op) {
+    case SQLITE_SELECT:
+    case SQLITE_READ:
+    case SQLITE_RECURSIVE: return SQLITE_OK;
+    case SQLITE_FUNCTION: return readOnlyFunction(p, z2);
+    case SQLITE_PRAGMA: return readOnlyPragma(p, z1, z2);
+    case SQLITE_UPDATE:
+      /* Reported, not done, when SQLite sets up an eponymous virtual table such
+      ** as json_each or evidence_eligible on first use; a real UPDATE of the
+      ** schema table is a write, which sqlite3_stmt_readonly() refuses. */
+      return zTrigger == 0 && sqlite3_stricmp(z1, "sqlite_master") == 0 ? SQLITE_OK : readOnlyDeny(p, 0);
+    default: return readOnlyDeny(p, 0);
+  }
+}
+
+/* The message of a refused statement: what the authorizer refused, if it said. */
+static int readOnlyRefused(EvidenceStore *p) {
+  return storeError(p, SQLITE_AUTH, p->zDenied ? p->zDenied : zReadOnlyMessage);
+}
+
+/* Whether the text after the first statement holds another one (comments,
+** white space and semicolons do not count). */
+static int storeMoreStatements(EvidenceStore *p, const char *zTail, size_t nTail) {
+  while (nTail > 0) {
+    sqlite3_stmt *pNext = 0;
+    const char *zNext = 0;
+    int rc = sqlite3_prepare_v2(p->db, zTail, (int)nTail, &pNext, &zNext);
+    sqlite3_finalize(pNext);
+    if (rc != SQLITE_OK || pNext != 0 || zNext == 0 || zNext <= zTail) return 1;
+    nTail -= (size_t)(zNext - zTail);
+    zTail = zNext;
+  }
+  return 0;
+}
 
 /* Checks, binds and steps a prepared query into *out; the caller finalizes pStmt. */
 static int storeQueryRun(EvidenceStore *p, sqlite3_stmt *pStmt, const char *zTail, size_t nTail,
@@ -257,7 +446,7 @@ static int storeQueryRun(EvidenceStore *p, sqlite3_stmt *pStmt, const char *zTai
   size_t nAlloc = 0;
   int rc, i;
   if (pStmt == 0) return storeError(p, SQLITE_MISUSE, "no SQL statement given");
-  if (strspn(zTail, " \t\r\n;") < nTail)
+  if (storeMoreStatements(p, zTail, nTail))
     return storeError(p, SQLITE_MISUSE, "only one SQL statement is allowed");
   if (read_only && !sqlite3_stmt_readonly(pStmt)) return storeError(p, SQLITE_READONLY, zReadOnlyMessage);
   if (n_params != sqlite3_bind_parameter_count(pStmt)) {
@@ -283,7 +472,9 @@ static int storeQueryRun(EvidenceStore *p, sqlite3_stmt *pStmt, const char *zTai
   if (rc != SQLITE_OK) {
     evidence_table_free(t);
     if (rc == SQLITE_NOMEM) return storeError(p, rc, "out of memory");
-    return rc == SQLITE_AUTH ? storeError(p, rc, zReadOnlyMessage) : storeDbError(p, rc);
+    /* A refusal while stepping comes from a statement SQLite or a virtual table
+    ** prepares of its own (SELECT * FROM pragma_optimize); its rc may be any. */
+    return rc == SQLITE_AUTH || p->zDenied ? readOnlyRefused(p) : storeDbError(p, rc);
   }
   *out = t;
   return SQLITE_OK;
@@ -298,12 +489,14 @@ int evidence_store_query(EvidenceStore *p, const char *sql, size_t sql_len, cons
   if (sql_len > 0x7fffffff) return storeError(p, SQLITE_TOOBIG, "SQL text too long");
   /* The authorizer stays on while stepping too: evidence_eligible prepares its
   ** own statement on the first row. */
-  if (read_only) sqlite3_set_authorizer(p->db, readOnlyAuthorizer, 0);
+  sqlite3_free(p->zDenied);
+  p->zDenied = 0;
+  if (read_only) sqlite3_set_authorizer(p->db, readOnlyAuthorizer, p);
   rc = sqlite3_prepare_v2(p->db, sql, (int)sql_len, &pStmt, &zTail);
   if (rc == SQLITE_OK) {
     rc = storeQueryRun(p, pStmt, zTail, (size_t)(sql + sql_len - zTail), params, n_params, read_only, out);
-  } else if (rc == SQLITE_AUTH) {
-    storeError(p, rc, zReadOnlyMessage);
+  } else if (rc == SQLITE_AUTH || p->zDenied) {
+    readOnlyRefused(p);
   } else {
     storeDbError(p, rc);
   }

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import demo, doctor, jsonout
-from .errors import EvidenceError, ValidationError
+from .errors import EvidenceError, SchemaError, ValidationError
 from .records import KINDS
 from .store import ENGINES, EvidenceStore
 
@@ -112,6 +112,14 @@ def _existing(path: str) -> str:
     return path
 
 
+def _read_as_it_is(path: str) -> EvidenceStore:
+    """sql is read-only: it opens the store as it is (no schema written, no upgrade)."""
+    try:
+        return EvidenceStore(path, engine="native", read_only=True)
+    except SchemaError as exc:
+        raise SchemaError(f"{exc}; 'pyevidence sql' reads a store as it is and never changes it") from None
+
+
 def _jsonable(value: Any) -> Any:
     """SQL values as JSON: a blob becomes {"blob": "<hex>"}."""
     return {"blob": value.hex()} if isinstance(value, bytes) else value
@@ -151,7 +159,7 @@ def _run(args: argparse.Namespace) -> Any:
     if args.command == "bench":
         return _bench(args)
     if args.command == "sql":
-        with EvidenceStore(_existing(args.db), engine="native") as store:
+        with _read_as_it_is(_existing(args.db)) as store:
             rows = store.query(args.statement, list(args.params))
         return {"columns": list(rows.columns), "rows": [[_jsonable(v) for v in row] for row in rows]}
     if args.command == "put":
@@ -209,7 +217,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (EvidenceError, OSError, UnicodeDecodeError) as exc:
         print(f"pyevidence: error: {exc}", file=sys.stderr)
         return EXIT_STORE
-    sys.stdout.write(jsonout.dumps(output))
+    try:
+        text = jsonout.dumps(output)
+    except ValueError as exc:  # an infinite float from SQL: nothing is printed on stdout
+        hint = "; select such values as text (CAST(x AS TEXT)) or NULL" if args.command == "sql" else ""
+        print(f"pyevidence: error: {exc}{hint}", file=sys.stderr)
+        return EXIT_STORE
+    sys.stdout.write(text)
     if args.command == "verify" and not output["ok"]:
         return EXIT_STORE  # a broken chain is the store's problem, reported on stdout as JSON
     return EXIT_OK

@@ -153,6 +153,12 @@ static void testQuery(EvidenceStore *p) {
   }
   CHECK(evidence_store_query(p, "SELECT 1; SELECT 2", 18, 0, 0, 1, &t) != 0);
   CHECK(strstr(evidence_store_errmsg(p), "one SQL statement") != 0);
+  CHECK(evidence_store_query(p, "SELECT 1; -- x\nSELECT 2", 23, 0, 0, 1, &t) != 0);
+  CHECK(strstr(evidence_store_errmsg(p), "one SQL statement") != 0);
+  /* Comments, white space and semicolons after the statement are not another one. */
+  CHECK(evidence_store_query(p, "SELECT 1; -- done\n ;; /* end */", 31, 0, 0, 1, &t) == 0);
+  CHECK(t != 0 && t->n_rows == 1);
+  evidence_table_free(t);
   CHECK(evidence_store_query(p, "SELECT ?", 8, 0, 0, 1, &t) != 0);
   CHECK(strstr(evidence_store_errmsg(p), "1 parameter(s), 0 value(s)") != 0);
 }
@@ -164,7 +170,51 @@ static void testLoadExtension(EvidenceStore *p) {
   CHECK(evidence_store_load_extension(p, "/nonexistent/libnothing", 0) != 0);
   CHECK(strstr(evidence_store_errmsg(p), "/nonexistent/libnothing") != 0);
   CHECK(evidence_store_query(p, zLoad, strlen(zLoad), 0, 0, 1, &t) != 0);
-  CHECK(strstr(evidence_store_errmsg(p), "not authorized") != 0);
+  CHECK(strstr(evidence_store_errmsg(p), "function load_extension() is not allowed in read-only SQL") != 0);
+}
+
+/* The read-only gate runs only allow-listed functions and pragmas, and names what it refuses. */
+static void testReadOnlyGate(EvidenceStore *p) {
+  static const struct {
+    const char *zSql;
+    const char *zMessage;
+  } aRefused[] = {
+      {"SELECT fts3_tokenizer('simple')", "function fts3_tokenizer() is not allowed in read-only SQL"},
+      {"SELECT length(Fts3_Tokenizer('simple', x'4141414141414141'))",
+       "function fts3_tokenizer() is not allowed in read-only SQL"},
+      {"SELECT sqlite_log(1, 'x')", "function sqlite_log() is not allowed in read-only SQL"},
+      {"PRAGMA optimize", "pragma optimize is not allowed in read-only SQL"},
+      {"SELECT * FROM pragma_optimize", "pragma optimize is not allowed in read-only SQL"},
+      {"PRAGMA cache_size = 1", "pragma cache_size with a value is not allowed in read-only SQL"},
+  };
+  static const char *const azAllowed[] = {"SELECT upper('a'), json_array(1) ->> 0, token_overlap('a', 'a')",
+                                          "SELECT count(*) FROM pragma_function_list", "PRAGMA quick_check"};
+  EvidenceTable *t = 0;
+  size_t i;
+  for (i = 0; i < sizeof(aRefused) / sizeof(aRefused[0]); i++) {
+    t = (EvidenceTable *)1;
+    CHECK(evidence_store_query(p, aRefused[i].zSql, strlen(aRefused[i].zSql), 0, 0, 1, &t) != 0 && t == 0);
+    CHECK(strstr(evidence_store_errmsg(p), aRefused[i].zMessage) != 0);
+    if (strstr(evidence_store_errmsg(p), aRefused[i].zMessage) == 0) {
+      printf("    %s: %s\n", aRefused[i].zSql, evidence_store_errmsg(p));
+    }
+  }
+  /* Nothing was written: PRAGMA optimize would have created sqlite_stat1. */
+  {
+    const char *zStat = "SELECT count(*) FROM sqlite_schema WHERE name = 'sqlite_stat1'";
+    CHECK(evidence_store_query(p, zStat, strlen(zStat), 0, 0, 1, &t) == 0);
+    CHECK(t != 0 && t->n_rows == 1 && t->cells[0].i == 0);
+    evidence_table_free(t);
+  }
+  for (i = 0; i < sizeof(azAllowed) / sizeof(azAllowed[0]); i++) {
+    int rc = evidence_store_query(p, azAllowed[i], strlen(azAllowed[i]), 0, 0, 1, &t);
+    CHECK(rc == 0 && t != 0 && t->n_rows > 0);
+    if (rc) printf("    %s: %s\n", azAllowed[i], evidence_store_errmsg(p));
+    evidence_table_free(t);
+  }
+  /* The store's own statements (read_only off) are not gated. */
+  CHECK(evidence_store_query(p, "SELECT last_insert_rowid()", 26, 0, 0, 0, &t) == 0);
+  evidence_table_free(t);
 }
 
 int main(int argc, char **argv) {
@@ -181,6 +231,7 @@ int main(int argc, char **argv) {
   testNulAndForget(p);
   testQuery(p);
   testLoadExtension(p);
+  testReadOnlyGate(p);
   evidence_store_close(p);
 
   /* A failed open still hands back a store to read the error from, and to close. */

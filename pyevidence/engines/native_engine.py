@@ -85,7 +85,7 @@ class NativeEngine:
         try:
             n_cols, n_rows = table.n_cols, table.n_rows
             names = tuple(ffi.string(table.names[j]).decode("utf-8", "replace") for j in range(n_cols))
-            cells = [_value(table.cells[i]) for i in range(n_rows * n_cols)]
+            cells = [_value(table.cells[i], names[i % n_cols]) for i in range(n_rows * n_cols)]
         finally:
             lib.evidence_table_free(table)
         return names, [tuple(cells[r * n_cols : (r + 1) * n_cols]) for r in range(n_rows)]
@@ -211,23 +211,27 @@ class NativeEngine:
 def _candidate(row: Any) -> Candidate:
     """Copies one EvidenceRow out of C memory."""
     return Candidate(
-        record_id=_text(row.record_id, row.record_id_len),
-        revision=_text(row.revision, row.revision_len),
-        kind=_text(row.kind, row.kind_len),
-        body=_text(row.body, row.body_len),
-        source=_text(row.source, row.source_len),
+        record_id=_text(row.record_id, row.record_id_len, "the record_id of a candidate"),
+        revision=_text(row.revision, row.revision_len, "the revision of a candidate"),
+        kind=_text(row.kind, row.kind_len, "the kind of a candidate"),
+        body=_text(row.body, row.body_len, "the body of a candidate"),
+        source=_text(row.source, row.source_len, "the source of a candidate"),
         expires_at=int(row.expires_at),
         version=int(row.version),
-        content_hash=_text(row.content_hash, row.content_hash_len),
+        content_hash=_text(row.content_hash, row.content_hash_len, "the content_hash of a candidate"),
     )
 
 
-def _text(pointer: Any, length: int) -> str:
+def _text(pointer: Any, length: int, what: str) -> str:
+    """The UTF-8 text at pointer; ``what`` names it in the error (any read can meet it)."""
     try:
         return str(ffi.unpack(pointer, length).decode("utf-8"))
     except UnicodeDecodeError as exc:
-        # Only raw SQL can store invalid UTF-8; the stdlib engine refuses it the same way.
-        raise StoreError(f"retrieve failed: a stored text is not valid UTF-8 ({exc})") from None
+        # Only raw SQL can store invalid UTF-8 (CAST(x'ff' AS TEXT)); put() never does.
+        raise StoreError(
+            f"reading {what} failed: it is stored text that is not valid UTF-8 ({exc});"
+            " raw SQL wrote it, put() never does"
+        ) from None
 
 
 def _bind(slot: Any, value: Any) -> Any:
@@ -246,13 +250,13 @@ def _bind(slot: Any, value: Any) -> Any:
     return None
 
 
-def _value(cell: Any) -> Any:
+def _value(cell: Any, column: str) -> Any:
     if cell.type == _INTEGER:
         return int(cell.i)
     if cell.type == _FLOAT:
         return float(cell.d)
     if cell.type == _TEXT:
-        return _text(cell.z, cell.n)
+        return _text(cell.z, cell.n, f"column {column!r}")
     if cell.type == _BLOB:
         return bytes(ffi.unpack(cell.z, cell.n))
     return None
