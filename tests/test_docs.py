@@ -90,8 +90,13 @@ def session_for(
 
 def missing_need(need: str) -> str | None:
     """Why ``need`` is not met here, or None."""
-    if need == "native" and not native_available():
-        return "the native engine is not built in this installation"
+    if need == "native":
+        if not native_available():
+            return "the native engine is not built in this installation"
+        try:
+            pyevidence.loadable_path()
+        except EngineUnavailableError:
+            return "the loadable extension is not built in this installation"
     if need == "sqlite-vec" and importlib.util.find_spec("sqlite_vec") is None:
         return "sqlite-vec is not installed (pip install sqlite-vec)"
     if need == "embeddings" and not embeddings_installed():
@@ -100,8 +105,10 @@ def missing_need(need: str) -> str | None:
 
 
 def require(block: Block) -> None:
-    """Skip a block whose needs are not met, or fail where make test says they must be."""
-    for need in sorted(block.needs):
+    """Skip a block whose needs are not met, or fail where make test says they must be.
+
+    A sql block needs the compiled parts (the extension is built with the native engine)."""
+    for need in sorted(block.needs | ({"native"} if block.language == "sql" else set())):
         reason = missing_need(need)
         if reason is None:
             continue
@@ -217,6 +224,12 @@ def test_block_runs_as_shown(
     finally:
         os.chdir(cwd)
     session.failed = None
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.not_run is not None], ids=lambda b: b.name)
+def test_block_not_run_says_why(block: Block) -> None:
+    assert block.not_run is not None and len(block.not_run) > 10, f"{block.name}: say why it does not run"
+    pytest.skip(f"{block.name} is not run: {block.not_run}")
 
 
 def test_blocks_not_run_are_the_known_few() -> None:
