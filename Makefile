@@ -60,7 +60,7 @@ test-py: $(VENV)/.installed-dev
 test-leaks: $(VENV)/.installed-dev
 	$(PY) tests/valgrind_leaks.py
 
-## bench: the Python engine, the native engine and the floor side by side (see README "Performance");
+## bench: the Python engine, the native engine and the floor side by side (see docs/performance.md);
 ## BENCH_ARGS=--full adds 1,000,000 eligible rows
 bench: bench-overlap $(VENV)/.installed-bench
 	$(VENV)/bin/pyevidence bench --out bench-results $(BENCH_ARGS)

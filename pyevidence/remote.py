@@ -2,8 +2,8 @@
 
 The service only ever receives the candidates retrieve() found eligible (the
 caller's tenant, revision and unexpired records): store.retrieve hands this
-scorer that set and nothing else. The wire contract (README "Ranking
-providers"):
+scorer that set and nothing else. The wire contract (docs/ranking.md, "Remote
+reranker"):
 
     POST <url>   Content-Type: application/json
     {"query": "<query>", "candidates": [{"id": "<record_id>", "text": "<body>"}, ...]}

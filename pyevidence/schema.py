@@ -24,11 +24,11 @@ SCHEMA_VERSION = 3
 # recognised, because switching a journal mode rewrites the file header.
 # synchronous=NORMAL is WAL's usual setting: a commit survives a crash of the
 # process or of the application, but the last commits before a power loss or an
-# OS crash may be lost (never the database's integrity); see README "Guarantees".
+# OS crash may be lost (never the database's integrity); see docs/guarantees.md.
 # The page cache and memory-mapped reads are sized for a scan over the eligible
 # rows: 64 MiB of cache and up to 256 MiB mapped per connection.
 # secure_delete overwrites freed space with zeros, so forgotten text does not
-# linger in the file's free pages (README "Versions and citations").
+# linger in the file's free pages (docs/python-api.md, "Versions and citations").
 # trusted_schema=ON lets schema.sql's triggers call evidence_sha256() on a SQLite
 # built to distrust schemas by default (the stdlib cannot mark a Python function
 # innocuous); ensure() refuses any file whose schema is not byte for byte ours.

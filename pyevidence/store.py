@@ -195,7 +195,7 @@ class EvidenceStore:
         Eligibility is decided first, in SQL; only eligible records reach the
         scorer (default: TokenScorer, lexical overlap). An empty result means no
         evidence was found, not that no problem exists. A RemoteScorer, VectorScorer
-        or HybridScorer ranks by its own rule (README "Ranking providers"); a remote
+        or HybridScorer ranks by its own rule (docs/ranking.md); a remote
         one can fail, and then ``status`` says "unavailable" (no hits: not ranked)
         or "degraded" (its fallback ranked).
         """

@@ -5,8 +5,8 @@ evidence_vectors, tagged with the model that made it. The native engine ranks
 with sqlite-vec's vec_distance_cosine inside SQLite; the Python engine computes
 the same distance here, with every product and running sum rounded to float32
 in the same order as sqlite-vec's loop, so the two agree bit for bit where
-sqlite-vec is compiled without fused multiply-add (x86-64; README "Ranking
-providers" states the tolerance elsewhere).
+sqlite-vec is compiled without fused multiply-add (x86-64; docs/ranking.md, "Vectors"
+states the tolerance elsewhere).
 """
 
 from __future__ import annotations

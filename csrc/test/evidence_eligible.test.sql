@@ -31,7 +31,7 @@ SELECT tenant = 'team-a' AND revision = 'v1' AND kind = 'runbook' AND source = '
 SELECT scope_tenant = 'team-a' AND scope_revision = 'v1' AND scope_now = 500
   FROM evidence_eligible('team-a', 'v1', 500);
 
--- The query from the README: rank inside SQLite, over eligible rows only.
+-- The query docs/sql.md shows: rank inside SQLite, over eligible rows only.
 SELECT group_concat(record_id || ':' || score, ',') = 'rb-queue:4,inc-new:2'
   FROM (SELECT record_id, source, token_overlap('queue backlog consumer lag', body) AS score
           FROM evidence_eligible('team-a', 'v1', 100)
