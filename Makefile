@@ -11,7 +11,8 @@ EXT_SOURCES  := csrc/evidence_ext.c csrc/evidence_overlap.c csrc/evidence_eligib
                 csrc/evidence_tokens.c csrc/evidence_tokenset.c
 STORE_SOURCES := $(EXT_SOURCES) csrc/evidence_store.c
 C_HEADERS    := $(wildcard csrc/*.h)
-C_TESTS      := csrc/test/token_overlap.test.sql csrc/test/evidence_eligible.test.sql csrc/test/evidence_hash.test.sql
+C_TESTS      := csrc/test/token_overlap.test.sql csrc/test/evidence_eligible.test.sql csrc/test/evidence_hash.test.sql \
+                csrc/test/evidence_put.test.sql
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard csrc/*.c) $(C_HEADERS) $(wildcard pyevidence/_build_*.py)
 
 UNAME := $(shell uname -s)
