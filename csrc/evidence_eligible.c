@@ -210,11 +210,13 @@ static int eligibleCheckArgs(sqlite3_vtab *pVtab, sqlite3_value **argv, sqlite3_
   for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
     int eType = sqlite3_value_type(argv[i]);
     if (eType == SQLITE_FLOAT && aWant[i] == SQLITE_INTEGER) {
+      /* shown as SQLite shows a real, to 15 digits: SQLite 3.40's printf gets more digits
+      ** wrong where long double is no wider than double (valgrind) */
       double r = sqlite3_value_double(argv[i]);
       const char *zWhyNot = realToInt64(r, piNow);
       if (zWhyNot) {
         return eligibleError(pVtab, SQLITE_ERROR,
-                             "evidence_eligible(): %s must be an integer, got real %!.17g (%s)", azArgName[i],
+                             "evidence_eligible(): %s must be an integer, got real %!.15g (%s)", azArgName[i],
                              r, zWhyNot);
       }
     } else if (eType != aWant[i]) {

@@ -92,9 +92,12 @@ BEGIN
       OR typeof(NEW.expires_at) NOT IN ('integer', 'real');
   -- A real that is a whole number is stored and hashed as that integer, as a STRICT
   -- INTEGER column would (hosts such as Node's better-sqlite3 bind every number as a real).
+  -- An integer is checked against integers only: SQLite compares an integer with a real
+  -- through long double, and under valgrind, which computes that as a double, 2**63 - 1 = 2**63.
   SELECT RAISE(ABORT, 'evidence_put: expires_at must be a whole number from 0 to 9223372036854775807')
-   WHERE NOT (NEW.expires_at >= 0 AND NEW.expires_at < 9223372036854775808.0
-              AND NEW.expires_at = CAST(NEW.expires_at AS INTEGER));
+   WHERE CASE WHEN typeof(NEW.expires_at) = 'integer' THEN NEW.expires_at < 0
+              ELSE NOT (NEW.expires_at >= 0.0 AND NEW.expires_at < 9223372036854775808.0
+                        AND NEW.expires_at = CAST(NEW.expires_at AS INTEGER)) END;
   INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation,
                                  revision, kind, body, source, expires_at, content_hash, chain_hash)
   SELECT NEW.tenant, link.chain_seq, NEW.record_id, link.seq, 'put',

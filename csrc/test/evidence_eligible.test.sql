@@ -91,9 +91,9 @@ SELECT count(*) = 2 FROM evidence_eligible WHERE scope_tenant = 'team-a' AND sco
 SELECT * FROM evidence_eligible('team-a', 'v1', 100.5);
 -- error: evidence_eligible(): now must be an integer, got real -0.25 (not a whole number)
 SELECT * FROM evidence_eligible('team-a', 'v1', -0.25);
--- error: evidence_eligible(): now must be an integer, got real 9.2233720368547758e+18 (outside the 64-bit range)
+-- error: evidence_eligible(): now must be an integer, got real 9.22337203685478e+18 (outside the 64-bit range)
 SELECT * FROM evidence_eligible('team-a', 'v1', 9223372036854775808.0);
--- error: evidence_eligible(): now must be an integer, got real -9.2233720368547779e+18 (outside the 64-bit range)
+-- error: evidence_eligible(): now must be an integer, got real -9.22337203685478e+18 (outside the 64-bit range)
 SELECT * FROM evidence_eligible('team-a', 'v1', -9223372036854777856.0);
 -- error: now must be an integer, got real Inf (outside the 64-bit range)
 SELECT * FROM evidence_eligible('team-a', 'v1', 1e999);
