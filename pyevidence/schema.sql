@@ -89,11 +89,19 @@ BEGIN
   SELECT RAISE(ABORT, 'evidence_put: tenant, record_id, revision, kind, body and source must be text, expires_at an integer')
    WHERE typeof(NEW.tenant) <> 'text' OR typeof(NEW.record_id) <> 'text' OR typeof(NEW.revision) <> 'text'
       OR typeof(NEW.kind) <> 'text' OR typeof(NEW.body) <> 'text' OR typeof(NEW.source) <> 'text'
-      OR typeof(NEW.expires_at) <> 'integer';
+      OR typeof(NEW.expires_at) NOT IN ('integer', 'real');
+  -- A real that is a whole number is stored and hashed as that integer, as a STRICT
+  -- INTEGER column would (hosts such as Node's better-sqlite3 bind every number as a real).
+  -- An integer is checked against integers only: SQLite compares an integer with a real
+  -- through long double, and under valgrind, which computes that as a double, 2**63 - 1 = 2**63.
+  SELECT RAISE(ABORT, 'evidence_put: expires_at must be a whole number from 0 to 9223372036854775807')
+   WHERE CASE WHEN typeof(NEW.expires_at) = 'integer' THEN NEW.expires_at < 0
+              ELSE NOT (NEW.expires_at >= 0.0 AND NEW.expires_at < 9223372036854775808.0
+                        AND NEW.expires_at = CAST(NEW.expires_at AS INTEGER)) END;
   INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation,
                                  revision, kind, body, source, expires_at, content_hash, chain_hash)
   SELECT NEW.tenant, link.chain_seq, NEW.record_id, link.seq, 'put',
-         NEW.revision, NEW.kind, NEW.body, NEW.source, NEW.expires_at, link.content_hash,
+         NEW.revision, NEW.kind, NEW.body, NEW.source, CAST(NEW.expires_at AS INTEGER), link.content_hash,
          evidence_sha256('pyevidence chain 2', link.previous, link.chain_seq, NEW.record_id, link.seq,
                          'put', link.content_hash)
   FROM (SELECT
@@ -103,7 +111,7 @@ BEGIN
           coalesce((SELECT chain_hash FROM evidence_versions
                      WHERE tenant = NEW.tenant ORDER BY chain_seq DESC LIMIT 1), '') AS previous,
           evidence_sha256('pyevidence content 2', NEW.tenant, NEW.record_id, NEW.revision, NEW.kind,
-                          NEW.body, NEW.source, NEW.expires_at) AS content_hash) AS link;
+                          NEW.body, NEW.source, CAST(NEW.expires_at AS INTEGER)) AS content_hash) AS link;
   INSERT INTO evidence (tenant, revision, expires_at, record_id, kind, body, source, version, content_hash)
   SELECT tenant, revision, expires_at, record_id, kind, body, source, seq, content_hash
     FROM evidence_versions
