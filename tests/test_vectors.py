@@ -251,9 +251,9 @@ def test_a_version_2_database_is_upgraded_to_version_3(engine: str, tmp_path: Pa
         result = store.retrieve(query="q", scorer=VectorScorer(TOY), **SCOPE)  # type: ignore[arg-type]
         assert (result.eligible_count, result.unranked_count) == (2, 1)
     conn = sqlite3.connect(path)
-    rows = conn.execute("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")
     assert frozenset(rows.fetchall()) == schema.expected_objects()
-    assert conn.execute("PRAGMA user_version").fetchone() == (3,)
+    assert conn.execute("PRAGMA user_version").fetchone() == (4,)
     conn.close()
 
 

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import rich_text
 
-from pyevidence import EvidenceStore, SchemaError, ValidationError, native_available, schema
+from pyevidence import EvidenceStore, SchemaError, ValidationError, native_available, schema, sql_functions
 from pyevidence.cli import main
 from pyevidence.hashing import sha256_fields
 
@@ -182,7 +182,7 @@ def test_delete_from_evidence_in_sql_is_a_forget(open_store: Any, tmp_path: Path
     with open_store(path) as store:
         store.put(**record())
     conn = sqlite3.connect(path)
-    conn.create_function("evidence_sha256", -1, sha256_fields, deterministic=True)
+    sql_functions.register(conn)
     with conn:
         conn.execute("DELETE FROM evidence WHERE tenant = 'team-a' AND record_id = 'r1'")
     conn.close()
@@ -295,7 +295,7 @@ def test_a_database_made_by_0_1_0_is_upgraded_on_open(engine: str, tmp_path: Pat
         store.put(**record(record_id="runbook-queue", body="updated after the upgrade"))
         assert [v.seq for v in store.history(tenant="team-a", record_id="runbook-queue")] == [1, 2]
     with sqlite3.connect(path) as conn:
-        rows = conn.execute("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")
+        rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")
         assert frozenset(rows.fetchall()) == schema.expected_objects()
         assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,)
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)

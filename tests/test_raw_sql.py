@@ -1,0 +1,271 @@
+"""Raw SQL at the door: a writer with the file and the pyevidence functions, but not the
+API, stores exactly what put() and forget() would, or is refused with nothing changed.
+
+Two raw writers: the stdlib sqlite3 with the Python engine's functions
+(pyevidence.sql_functions.register), and apsw with the loadable C extension.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import record
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pyevidence
+from pyevidence import EvidenceStore, sql_functions
+
+apsw = pytest.importorskip("apsw", reason="apsw is the test host that can load extensions")
+
+POLICIES = ["", "OR ABORT ", "OR FAIL ", "OR IGNORE ", "OR REPLACE ", "OR ROLLBACK "]
+PUT = (
+    "INSERT {policy}INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at)"
+    " VALUES (:tenant, :record_id, :revision, :kind, :body, :source, :expires_at)"
+)
+TABLES = ("evidence_versions", "evidence", "evidence_vectors")
+
+
+class Writer:
+    """One raw-SQL connection to a store's file; ``run`` returns the error text or None."""
+
+    def __init__(self, kind: str, path: Path, recursive_triggers: bool) -> None:
+        self.kind = kind
+        if kind == "python":
+            self.conn: Any = sqlite3.connect(path, isolation_level=None)
+            sql_functions.register(self.conn)
+        else:
+            self.conn = apsw.Connection(str(path))
+            pyevidence.load(self.conn)
+        self.conn.execute(f"PRAGMA recursive_triggers = {int(recursive_triggers)}")
+
+    def run(self, sql: str, params: Any = ()) -> str | None:
+        try:
+            self.conn.execute(sql, params).fetchall()
+        except (sqlite3.Error, apsw.Error) as exc:
+            if self.kind == "python" or not self.conn.in_transaction:
+                return str(exc)
+            self.conn.execute("ROLLBACK")  # OR FAIL may leave apsw's implicit statement open: no
+            return str(exc)
+        return None
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@pytest.fixture(params=["python", "native"])
+def writer_kind(request: pytest.FixtureRequest) -> str:
+    if request.param == "native":
+        try:
+            pyevidence.loadable_path()
+        except pyevidence.EngineUnavailableError:
+            pytest.skip("loadable extension not built")
+    return str(request.param)
+
+
+def dump(path: Path) -> dict[str, list[Any]]:
+    conn = sqlite3.connect(path)
+    try:
+        return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall()) for t in TABLES}
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def stored(tmp_path: Path) -> Path:
+    """A store with two versions of r1 (the first one cited below) and a tombstone."""
+    path = tmp_path / "raw.db"
+    with EvidenceStore(path, engine="python") as store:
+        store.put(**record(body="first body"))
+        store.put(**record(body="second body"))
+        store.put(**record(record_id="gone"))
+        store.forget(tenant="team-a", record_id="gone")
+    return path
+
+
+@pytest.fixture
+def writers(stored: Path, writer_kind: str) -> Iterator[list[Writer]]:
+    opened = [Writer(writer_kind, stored, recursive) for recursive in (False, True)]
+    yield opened
+    for writer in opened:
+        writer.close()
+
+
+# ---- invalid UTF-8 is refused at the door, on both implementations
+
+
+@pytest.mark.parametrize("field", ["tenant", "record_id", "revision", "kind", "body", "source"])
+def test_invalid_utf8_through_evidence_put_is_refused(
+    writers: list[Writer], stored: Path, field: str
+) -> None:
+    before = dump(stored)
+    sql = PUT.format(policy="").replace(f":{field}", "CAST(x'71ff' AS TEXT)")
+    params = {k: v for k, v in record(record_id="bad").items() if k != field}
+    for writer in writers:
+        error = writer.run(sql, params)
+        assert error is not None and "must be valid UTF-8 text" in error, error
+    assert dump(stored) == before
+    for engine in ("python", "native"):  # every engine still reads and verifies the tenant
+        with EvidenceStore(stored, engine=engine) as store:
+            assert store.retrieve(tenant="team-a", revision="v1", query="body", now=0).eligible_count == 1
+            assert store.verify(tenant="team-a").ok
+
+
+@given(
+    data=st.binary(max_size=12)
+    | st.lists(
+        st.sampled_from(
+            [
+                0x00,
+                0x7F,
+                0x80,
+                0xBF,
+                0xC0,
+                0xC2,
+                0xDF,
+                0xE0,
+                0xED,
+                0xEF,
+                0xF0,
+                0xF4,
+                0xF5,
+                0xFF,
+                0x9F,
+                0xA0,
+                0x8F,
+                0x90,
+            ]
+        ),
+        max_size=8,
+    ).map(bytes)
+)
+def test_c_utf8_check_equals_python(data: bytes) -> None:
+    try:
+        pyevidence.loadable_path()
+    except pyevidence.EngineUnavailableError:
+        pytest.skip("loadable extension not built")
+    conn = apsw.Connection(":memory:")
+    pyevidence.load(conn)
+    as_blob, as_text = conn.execute(
+        "SELECT evidence_utf8_valid(?1), evidence_utf8_valid(CAST(?1 AS TEXT))", (data,)
+    ).fetchall()[0]
+    conn.close()
+    try:
+        data.decode("utf-8")
+        decodes = 1
+    except UnicodeDecodeError:
+        decodes = 0
+    assert as_blob == as_text == sql_functions.utf8_valid(data) == decodes
+
+
+# ---- every conflict policy: exactly what put() stores, or refused
+
+
+BAD_PUTS = [
+    {"kind": "bogus"},
+    {"body": "   "},
+    {"expires_at": -1},
+    {"tenant": "\u2003"},
+    {"record_id": ""},
+    {"revision": "\t"},
+    {"source": " "},
+    {"body": None},
+    {"expires_at": "soon"},
+]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("bad", BAD_PUTS, ids=repr)
+def test_a_bad_put_is_refused_under_every_conflict_policy(
+    writers: list[Writer], stored: Path, policy: str, bad: dict[str, object]
+) -> None:
+    before = dump(stored)
+    for writer in writers:
+        error = writer.run(PUT.format(policy=policy), record(**bad))
+        assert error is not None and "evidence_put:" in error, (policy, error)
+        assert dump(stored) == before
+    with EvidenceStore(stored, engine="python") as store:
+        assert store.verify(tenant="team-a").ok
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_good_put_stores_what_the_api_stores_under_every_conflict_policy(
+    writer_kind: str, tmp_path: Path, policy: str
+) -> None:
+    dumps = []
+    for how in ("api", "raw", "raw-recursive"):
+        path = tmp_path / f"{how}.db"
+        with EvidenceStore(path, engine="python") as store:
+            store.put(**record(body="first body"))
+            if how == "api":
+                store.put(**record(body="second body"))
+                store.put(**record(record_id="r2"))
+        if how != "api":
+            writer = Writer(writer_kind, path, recursive_triggers=how == "raw-recursive")
+            assert writer.run(PUT.format(policy=policy), record(body="second body")) is None
+            assert writer.run(PUT.format(policy=policy), record(record_id="r2")) is None
+            writer.close()
+        dumps.append(dump(path))
+    assert dumps[0] == dumps[1] == dumps[2]
+
+
+def _version(path: Path, seq: int) -> tuple[Any, ...]:
+    conn = sqlite3.connect(path)
+    try:
+        row = conn.execute(
+            "SELECT tenant, revision, expires_at, record_id, kind, body, source, seq, content_hash"
+            " FROM evidence_versions WHERE record_id = 'r1' AND seq = ?",
+            (seq,),
+        ).fetchone()
+        return tuple(row)
+    finally:
+        conn.close()
+
+
+CURRENT_COLUMNS = "(tenant, revision, expires_at, record_id, kind, body, source, version, content_hash)"
+
+
+def _direct_writes(path: Path) -> list[str]:
+    """Raw writes past evidence_put, each something the API never does."""
+    old = _version(path, 1)
+    current = _version(path, 2)
+    marks = ", ".join("?" for _ in old)
+
+    def literal(row: tuple[Any, ...]) -> str:
+        return ", ".join(repr(v) if isinstance(v, str) else str(v) for v in row)
+
+    return [
+        # the current row back to an older version (a rollback put() cannot make)
+        f"INSERT {{policy}}INTO evidence {CURRENT_COLUMNS} VALUES ({literal(old)})",
+        "UPDATE {policy}evidence SET body = 'first body', version = 1, content_hash = '" + old[8] + "'"
+        " WHERE record_id = 'r1'",
+        # the current row again, as it is: with REPLACE and recursive triggers the
+        # delete would run forget's trigger under the row put back
+        f"INSERT {{policy}}INTO evidence {CURRENT_COLUMNS} VALUES ({literal(current)})",
+        # versions are appended by evidence_put and forget only, and never rewritten
+        "INSERT {policy}INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, revision, kind,"
+        " body, source, expires_at, content_hash, chain_hash)"
+        " VALUES ('team-a', 99, 'r9', 1, 'put', 'v1', 'bogus', 'b', 's', -1, 'h', 'h')",
+        "UPDATE {policy}evidence_versions SET body = 'rewritten' WHERE record_id = 'r1'",
+        "UPDATE {policy}evidence_versions SET chain_seq = 1 WHERE chain_seq = 2",
+        # a vector of a version that is not the current one
+        "INSERT {policy}INTO evidence_vectors (tenant, record_id, version, model, dims, embedding)"
+        " VALUES ('team-a', 'r1', 1, 'm', 1, x'0000803f')",
+    ] + [marks] * 0
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_direct_writes_past_evidence_put_are_refused_under_every_conflict_policy(
+    writers: list[Writer], stored: Path, policy: str
+) -> None:
+    before = dump(stored)
+    for statement in _direct_writes(stored):
+        for writer in writers:
+            writer.run(statement.format(policy=policy))  # refused, or (OR IGNORE) skipped
+            assert dump(stored) == before, (statement, policy, writer.kind)
+    with EvidenceStore(stored, engine="python") as store:
+        assert store.verify(tenant="team-a").ok
