@@ -87,7 +87,8 @@ CREATE TABLE IF NOT EXISTS evidence (
 CREATE INDEX IF NOT EXISTS evidence_scope ON evidence (tenant, revision, expires_at);
 
 -- put: INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at).
--- Appends the next version to the tenant's chain, then points the current row at it.
+-- Appends the next version to the tenant's chain; the trigger after it points the
+-- current row at it.
 CREATE VIEW IF NOT EXISTS evidence_put AS
   SELECT tenant, record_id, revision, kind, body, source, expires_at FROM evidence;
 
@@ -128,11 +129,16 @@ BEGIN
                      WHERE tenant = NEW.tenant ORDER BY chain_seq DESC LIMIT 1), '') AS previous,
           evidence_sha256('pyevidence content 2', NEW.tenant, NEW.record_id, NEW.revision, NEW.kind,
                           NEW.body, NEW.source, NEW.expires_at) AS content_hash) AS link;
+END;
+
+-- Every put version appended (by the trigger above, or as a raw next link, which
+-- evidence_versions_are_appended checks) becomes its record's current row.
+CREATE TRIGGER IF NOT EXISTS evidence_versions_point_the_current_row AFTER INSERT ON evidence_versions
+WHEN NEW.operation = 'put'
+BEGIN
   INSERT INTO evidence (tenant, revision, expires_at, record_id, kind, body, source, version, content_hash)
-  SELECT tenant, revision, expires_at, record_id, kind, body, source, seq, content_hash
-    FROM evidence_versions
-   WHERE tenant = NEW.tenant
-     AND chain_seq = (SELECT max(chain_seq) FROM evidence_versions WHERE tenant = NEW.tenant)
+  VALUES (NEW.tenant, NEW.revision, NEW.expires_at, NEW.record_id, NEW.kind, NEW.body, NEW.source, NEW.seq,
+          NEW.content_hash)
   ON CONFLICT (tenant, record_id) DO UPDATE SET
     revision = excluded.revision, expires_at = excluded.expires_at, kind = excluded.kind,
     body = excluded.body, source = excluded.source, version = excluded.version,
@@ -194,8 +200,11 @@ BEGIN
 END;
 
 -- Versions are appended by evidence_put and forget only. A raw INSERT INTO
--- evidence_versions is refused unless it is the tenant's next link with the hashes
--- those triggers compute, and valid UTF-8 (the CHECKs of the table cover the rest).
+-- evidence_versions is refused unless it is what those would append: the tenant's
+-- next link with their hashes, in valid UTF-8 (the table's CHECKs cover the other
+-- rules); a put with its content (it then becomes the current row, as a put
+-- does); a tombstone only for a record whose current row is gone and whose latest
+-- version still has its content (forget's trigger appends it at that moment).
 CREATE TRIGGER IF NOT EXISTS evidence_versions_are_appended BEFORE INSERT ON evidence_versions
 WHEN NOT (evidence_utf8_valid(CAST(NEW.tenant AS BLOB)) AND evidence_utf8_valid(CAST(NEW.record_id AS BLOB))
           AND coalesce(evidence_utf8_valid(CAST(NEW.revision AS BLOB)), 1)
@@ -212,6 +221,12 @@ WHEN NOT (evidence_utf8_valid(CAST(NEW.tenant AS BLOB)) AND evidence_utf8_valid(
   OR NEW.chain_hash IS NOT evidence_sha256('pyevidence chain 2',
        coalesce((SELECT chain_hash FROM evidence_versions WHERE tenant = NEW.tenant ORDER BY chain_seq DESC LIMIT 1), ''),
        NEW.chain_seq, NEW.record_id, NEW.seq, NEW.operation, NEW.content_hash)
+  OR (NEW.operation = 'put' AND NEW.body IS NULL)
+  OR (NEW.operation = 'forget'
+      AND (EXISTS (SELECT 1 FROM evidence WHERE tenant = NEW.tenant AND record_id = NEW.record_id)
+           OR NOT EXISTS (SELECT 1 FROM evidence_versions
+                           WHERE tenant = NEW.tenant AND record_id = NEW.record_id AND seq = NEW.seq - 1
+                             AND operation = 'put' AND body IS NOT NULL)))
 BEGIN
   SELECT RAISE(ABORT, 'evidence_versions rows are appended by evidence_put and forget only (INSERT INTO evidence_put ..., DELETE FROM evidence ...)');
 END;

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pyevidence
-from pyevidence import EvidenceStore, sql_functions
+from pyevidence import EvidenceStore, sql_functions, versions
 
 apsw = pytest.importorskip("apsw", reason="apsw is the test host that can load extensions")
 
@@ -31,30 +31,34 @@ TABLES = ("evidence_versions", "evidence", "evidence_vectors")
 
 
 class Writer:
-    """One raw-SQL connection to a store's file; ``run`` returns the error text or None."""
+    """Raw SQL on a store's file; ``run`` returns the error text, or None.
+
+    Each statement runs on a connection of its own, closed before anything else
+    opens the file: apsw links its own copy of SQLite, and two copies of SQLite
+    in one process must not hold the same file open at once (closing a file in
+    one drops the other's POSIX locks)."""
 
     def __init__(self, kind: str, path: Path, recursive_triggers: bool) -> None:
-        self.kind = kind
-        if kind == "python":
-            self.conn: Any = sqlite3.connect(path, isolation_level=None)
-            sql_functions.register(self.conn)
-        else:
-            self.conn = apsw.Connection(str(path))
-            pyevidence.load(self.conn)
-        self.conn.execute(f"PRAGMA recursive_triggers = {int(recursive_triggers)}")
+        self.kind, self.path, self.recursive = kind, path, recursive_triggers
 
     def run(self, sql: str, params: Any = ()) -> str | None:
+        if self.kind == "python":
+            conn: Any = sqlite3.connect(self.path, isolation_level=None)
+            sql_functions.register(conn)
+        else:
+            conn = apsw.Connection(str(self.path))
+            pyevidence.load(conn)
         try:
-            self.conn.execute(sql, params).fetchall()
+            conn.execute(f"PRAGMA recursive_triggers = {int(self.recursive)}")
+            conn.execute(sql, params).fetchall()
         except (sqlite3.Error, apsw.Error) as exc:
-            if self.kind == "python" or not self.conn.in_transaction:
-                return str(exc)
-            self.conn.execute("ROLLBACK")  # OR FAIL may leave apsw's implicit statement open: no
             return str(exc)
+        finally:
+            conn.close()
         return None
 
     def close(self) -> None:
-        self.conn.close()
+        pass
 
 
 @pytest.fixture(params=["python", "native"])
@@ -226,6 +230,55 @@ def _version(path: Path, seq: int) -> tuple[Any, ...]:
         conn.close()
 
 
+def _next_link(path: Path, record_id: str, operation: str, content: tuple[Any, ...] | None = None) -> str:
+    """An INSERT INTO evidence_versions of the tenant's next link, hashed as the triggers would."""
+    conn = sqlite3.connect(path)
+    try:
+        chain_seq, previous = conn.execute(
+            "SELECT chain_seq, chain_hash FROM evidence_versions WHERE tenant = 'team-a'"
+            " ORDER BY chain_seq DESC LIMIT 1"
+        ).fetchone()
+        (seq,) = conn.execute(
+            "SELECT coalesce(max(seq), 0) FROM evidence_versions WHERE tenant = 'team-a' AND record_id = ?",
+            (record_id,),
+        ).fetchone()
+    finally:
+        conn.close()
+    seq += 1
+    if operation == "put":
+        fields = content if content is not None else ("v1", "runbook", "raw body", "raw://1", 7)
+        digest = versions.content_hash("team-a", record_id, *fields)  # type: ignore[arg-type]
+    else:
+        fields = (None, None, None, None, None)
+        digest = versions.forget_hash("team-a", record_id, seq)
+    link = versions.chain_hash(previous, chain_seq + 1, record_id, seq, operation, digest)
+    values = ("team-a", chain_seq + 1, record_id, seq, operation, *fields, digest, link)
+    shown = ", ".join("NULL" if v is None else repr(v) if isinstance(v, str) else str(v) for v in values)
+    return (
+        "INSERT {policy}INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, revision, kind,"
+        f" body, source, expires_at, content_hash, chain_hash) VALUES ({shown})"
+    )
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_raw_next_link_is_exactly_a_put(writer_kind: str, tmp_path: Path, policy: str) -> None:
+    dumps = []
+    for how in ("api", "raw"):
+        path = tmp_path / f"{how}.db"
+        with EvidenceStore(path, engine="python") as store:
+            store.put(**record(body="first body"))
+            if how == "api":
+                store.put(
+                    **record(revision="v1", kind="runbook", body="raw body", source="raw://1", expires_at=7)
+                )
+        if how == "raw":
+            writer = Writer(writer_kind, path, recursive_triggers=False)
+            assert writer.run(_next_link(path, "r1", "put").format(policy=policy)) is None
+            writer.close()
+        dumps.append(dump(path))
+    assert dumps[0] == dumps[1]
+
+
 CURRENT_COLUMNS = "(tenant, revision, expires_at, record_id, kind, body, source, version, content_hash)"
 
 
@@ -252,6 +305,12 @@ def _direct_writes(path: Path) -> list[str]:
         " VALUES ('team-a', 99, 'r9', 1, 'put', 'v1', 'bogus', 'b', 's', -1, 'h', 'h')",
         "UPDATE {policy}evidence_versions SET body = 'rewritten' WHERE record_id = 'r1'",
         "UPDATE {policy}evidence_versions SET chain_seq = 1 WHERE chain_seq = 2",
+        # well-hashed tombstones that forget would not append: for a live record, and
+        # for one already forgotten
+        _next_link(path, "r1", "forget"),
+        _next_link(path, "gone", "forget"),
+        # a well-hashed put without content
+        _next_link(path, "r1", "put", (None, None, None, None, None)),
         # a vector of a version that is not the current one
         "INSERT {policy}INTO evidence_vectors (tenant, record_id, version, model, dims, embedding)"
         " VALUES ('team-a', 'r1', 1, 'm', 1, x'0000803f')",

@@ -25,10 +25,11 @@ DROP INDEX evidence_scope;
 DROP INDEX evidence_vectors_model;
 ALTER TABLE evidence_versions RENAME TO evidence_versions_v3;
 -- @include schema.sql
--- The copied rows are the chain as it stands, not new links: the guard on
--- appends would recompute them as new ones, so it steps aside for the copy
--- and the second include below creates it again.
+-- The copied rows are the chain as it stands, not new links: the triggers on
+-- appends would check them as new links and point current rows at them, so they
+-- step aside for the copy, and the second include below creates them again.
 DROP TRIGGER evidence_versions_are_appended;
+DROP TRIGGER evidence_versions_point_the_current_row;
 INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, revision, kind, body, source,
                                expires_at, content_hash, chain_hash)
   SELECT tenant, chain_seq, record_id, seq, operation, revision, kind, body, source,
