@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pyevidence
-from pyevidence import EvidenceStore, sql_functions, versions
+from pyevidence import Embedder, EvidenceStore, sql_functions, versions
 
 apsw = pytest.importorskip("apsw", reason="apsw is the test host that can load extensions")
 
@@ -81,11 +81,11 @@ def dump(path: Path) -> dict[str, list[Any]]:
 
 @pytest.fixture
 def stored(tmp_path: Path) -> Path:
-    """A store with two versions of r1 (the first one cited below) and a tombstone."""
+    """A store with two versions of r1, the second with a vector, and a forgotten record."""
     path = tmp_path / "raw.db"
-    with EvidenceStore(path, engine="python") as store:
+    with EvidenceStore(path, engine="python", embedder=Embedder("toy", lambda text: [1.0, 0.5])) as store:
         store.put(**record(body="first body"))
-        store.put(**record(body="second body"))
+        store.put(**record(body="second body"))  # with a vector
         store.put(**record(record_id="gone"))
         store.forget(tenant="team-a", record_id="gone")
     return path
@@ -311,6 +311,10 @@ def _direct_writes(path: Path) -> list[str]:
         _next_link(path, "gone", "forget"),
         # a well-hashed put without content
         _next_link(path, "r1", "put", (None, None, None, None, None)),
+        # the current row written over with itself: no new version, so its vector stays
+        "UPDATE {policy}evidence SET body = body",
+        # vectors are never updated: a record gets a new one with its next version
+        "UPDATE {policy}evidence_vectors SET embedding = x'0000803f0000803f'",
         # a vector of a version that is not the current one
         "INSERT {policy}INTO evidence_vectors (tenant, record_id, version, model, dims, embedding)"
         " VALUES ('team-a', 'r1', 1, 'm', 1, x'0000803f')",
