@@ -182,10 +182,9 @@ def _refuse_extra(found: list[SchemaObject], expected: frozenset[SchemaObject], 
     trigger runs inside every put and forget (it could copy each forgotten body into a
     table of its own), a view can shadow a name pyevidence queries, a virtual table runs
     code of its module. Only SQLite's own bookkeeping tables are let through."""
-    counts = Counter(found)
+    counts = Counter(found)  # a row listed twice is no row of ours either
     extra = sorted(
-        {obj for obj, n in counts.items() if obj not in expected and obj not in _BOOKKEEPING}
-        | {obj for obj, n in counts.items() if n > 1}
+        obj for obj, n in counts.items() if n > 1 or (obj not in expected and obj not in _BOOKKEEPING)
     )
     if not extra:
         return
@@ -193,7 +192,9 @@ def _refuse_extra(found: list[SchemaObject], expected: frozenset[SchemaObject], 
         f"{kind} {name}" + (f" (on {table})" if table != name else "") for kind, name, table, _ in extra
     )
     drops = " ".join(
-        f'DROP {kind.upper()} "{name}";' for kind, name, _, _ in extra if not name.startswith("sqlite_")
+        f"DROP {kind.upper()} IF EXISTS {_quoted(name)};"
+        for kind, name, _, _ in extra
+        if not name.lower().startswith("sqlite_")  # SQLite's own go with their table
     )
     raise SchemaError(
         f"{where} holds schema objects that pyevidence's schema does not define: {named}. "
@@ -202,6 +203,10 @@ def _refuse_extra(found: list[SchemaObject], expected: frozenset[SchemaObject], 
         + (f"if you added them yourself, remove them ({drops}) and open it again, " if drops else "")
         + "or restore the store from a backup"
     )
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 # Earlier schema versions this release upgrades in place: version -> (the
