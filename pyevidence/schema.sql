@@ -1,7 +1,7 @@
 -- pyevidence schema, version 4. The one definition of the storage layout:
 -- both engines execute this file as-is, and so can a plain SQL user whose
 -- connection has the pyevidence extension loaded (the triggers call its
--- evidence_sha256()):
+-- evidence_sha256() and evidence_utf8_valid()):
 --   sqlite3 evidence.db '.load ./evidence' '.read schema.sql'
 --
 -- Three tables. evidence_versions is the history: every put of a (tenant,
@@ -10,7 +10,8 @@
 -- current pointer: the latest version of each live record, copied into the
 -- layout the ranking scan reads (see below). Writes go through the view
 -- evidence_put (INSERT = put) and DELETE FROM evidence (= forget); the
--- triggers keep the tables consistent and refuse anything else. evidence_vectors
+-- triggers keep the tables consistent and refuse anything else, under every
+-- conflict policy (INSERT OR IGNORE, OR REPLACE, ...; tests/test_raw_sql.py). evidence_vectors
 -- holds an optional embedding of each current record, for vector ranking.
 --
 -- The CHECK constraints repeat the put() validation rules as a guard, so a
@@ -25,8 +26,9 @@
 -- put trigger refuses every bad value itself, with RAISE(ABORT), which no
 -- conflict policy overrides, before it writes anything. Text must also be valid
 -- UTF-8 (evidence_utf8_valid(), registered by the extension and by the Python
--- engine): a CAST of other bytes to TEXT would store what put() cannot. Emptiness is tested with <> '' rather than length(),
--- because length() stops counting at the first NUL character.
+-- engine): a CAST of other bytes to TEXT would store what put() cannot.
+-- Emptiness is tested with <> '' rather than length(), because length() stops
+-- counting at the first NUL character.
 -- The columns are declared in primary-key order first: SQLite 3.40.0-3.41.0
 -- report false "NULL value" errors in PRAGMA integrity_check for a WITHOUT ROWID
 -- table whose primary key is declared in another order than its columns.
