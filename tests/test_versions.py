@@ -294,7 +294,7 @@ def test_verify_hashes_what_is_stored_null_apart_from_zero_and_none(
 
 
 def test_verify_and_get_version_refuse_content_that_does_not_match_its_hash(
-    open_store: Any, tmp_path: Path
+    open_store: Any, tmp_path: Path, capsys: Any
 ) -> None:
     path = tmp_path / "edited.db"
     with open_store(path) as store:
@@ -305,6 +305,9 @@ def test_verify_and_get_version_refuse_content_that_does_not_match_its_hash(
         assert not store.verify(tenant="team-a").ok
         with pytest.raises(StoreError, match="the stored content does not match its content hash"):
             store.get_version(tenant="team-a", record_id="r1", version=cited.version)
+    args = ["--db", str(path), "--tenant", "team-a", "--record-id", "r1", "--version", cited.version]
+    assert main(["get-version", *args]) == 1
+    assert "no longer holds what was stored" in capsys.readouterr().err
 
 
 def test_cli_history_get_version_and_verify(open_store: Any, tmp_path: Path, capsys: Any) -> None:
