@@ -147,6 +147,13 @@ def ensure(query: Query, script: Script, where: str) -> None:
     Raises SchemaError for anything that is not a pyevidence database of a
     version this release understands, without writing to it.
     """
+    encoding = str(query("PRAGMA encoding")[0][0])
+    if encoding != "UTF-8":
+        # schema.sql's UTF-8 check reads a text's stored bytes; pyevidence writes UTF-8 files only.
+        raise SchemaError(
+            f"{where} stores its text as {encoding}, and pyevidence stores text as UTF-8 only; "
+            "open a new file instead"
+        )
     if _version(query) == 0:
         # Re-check under the write lock: another process may be creating it too.
         script("BEGIN IMMEDIATE;")

@@ -257,6 +257,22 @@ def test_sqlites_own_statistics_and_sequence_tables_are_accepted(engine: str, tm
         assert store.retrieve(tenant="team-a", revision="v1", query="queue", now=0).eligible_count == 1
 
 
+def test_a_file_that_stores_text_as_utf16_is_refused(engine: str, tmp_path: Path) -> None:
+    # the put trigger's UTF-8 check reads stored bytes: UTF-16 ones would be misjudged
+    path = tmp_path / "utf16.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA encoding = 'UTF-16le'")
+    sql_functions.register(conn)
+    conn.executescript(schema.schema_sql())
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(
+        SchemaError, match="stores its text as UTF-16le, and pyevidence stores text as UTF-8 only"
+    ):
+        EvidenceStore(path, engine=engine)
+    assert path.read_bytes() == before
+
+
 # ---- the upgrade from schema version 3 (pyevidence 0.3.0)
 
 
