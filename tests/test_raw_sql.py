@@ -332,3 +332,21 @@ def test_direct_writes_past_evidence_put_are_refused_under_every_conflict_policy
             assert dump(stored) == before, (statement, policy, writer.kind)
     with EvidenceStore(stored, engine="python") as store:
         assert store.verify(tenant="team-a").ok
+
+
+@pytest.mark.parametrize("recursive", [False, True])
+def test_a_raw_forget_is_exactly_a_forget(writer_kind: str, tmp_path: Path, recursive: bool) -> None:
+    dumps = []
+    for how in ("api", "raw"):
+        path = tmp_path / f"{how}.db"
+        with EvidenceStore(path, engine="python", embedder=Embedder("toy", lambda text: [1.0, 0.5])) as store:
+            store.put(**record(body="first body"))
+            store.put(**record(body="second body"))
+            store.put(**record(record_id="r2"))
+            if how == "api":
+                assert store.forget(tenant="team-a", record_id="r1")
+        if how == "raw":
+            writer = Writer(writer_kind, path, recursive_triggers=recursive)
+            assert writer.run("DELETE FROM evidence WHERE tenant = 'team-a' AND record_id = 'r1'") is None
+        dumps.append(dump(path))
+    assert dumps[0] == dumps[1]
