@@ -18,7 +18,7 @@ from .records import QueryResult, Record, Retrieval, Verification, Version, Vers
 from .scoped import ScopedStore
 from .scoring import Scorer, SetRanker, TokenScorer, rank, scorer_name
 from .vector_scoring import InStoreRanker
-from .vectors import Embedder, Vector, vector
+from .vectors import Embedder, Vector, embedding_list, vector
 
 ENGINES = ("auto", "native", "python")
 
@@ -165,11 +165,7 @@ class EvidenceStore:
         """
         checked = validation.records(records, self._limits)
         self._writable("put_many")
-        if embeddings is not None and (
-            isinstance(embeddings, (str, bytes)) or len(embeddings) != len(checked)
-        ):
-            raise ValidationError("embeddings", f"must hold one entry per record ({len(checked)})")
-        given = embeddings if embeddings is not None else [None] * len(checked)
+        given = embedding_list(embeddings, len(checked))
         vectors = [
             self._vector_of(r, e, f"embeddings[{i}]")
             for i, (r, e) in enumerate(zip(checked, given, strict=True))
