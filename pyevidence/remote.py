@@ -16,13 +16,24 @@ timeout, a connection failure or the deadline passing, makes the scorer
 *unavailable* for that retrieve: the Retrieval says so and holds no hits, unless
 a fallback scorer was configured, which then ranks and the Retrieval says
 "degraded". Standard library only (http.client): no SDK, no extra dependency.
+
+The service is not trusted. http.client parses the HTTP, over a socket whose
+every read and write gets only the time left before the request's end (a
+socket timeout alone restarts at every byte, so a service dripping bytes could
+hold a retrieve forever), and the reply is checked before use: framing,
+size, encoding, nesting, numbers, duplicated keys, then the scores.
 """
 
 from __future__ import annotations
 
 import http.client
+import io
+import ipaddress
 import json
 import math
+import re
+import socket
+import ssl
 import threading
 import time
 import urllib.parse
@@ -38,6 +49,13 @@ from .scoring import Scorer, _checked, order, rank, scorer_name
 # is overloaded or a proxy in front of it failed, so it did not score this request.
 # Scoring changes nothing on the service, so a repeat is harmless.
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+
+# A reply nested deeper than this is refused: the contract's reply is 3 levels
+# deep, and a fixed bound gives the same answer whatever the caller's stack.
+MAX_REPLY_DEPTH = 64
+# The longest number literal a reply may hold: a float needs about 25 characters;
+# a longer literal is either no finite double or a way to make int() work hard.
+MAX_NUMBER_CHARS = 100
 
 
 class Unavailable(Exception):
@@ -61,21 +79,25 @@ class _Spend:
 class RemoteScorer:
     """Ranks the eligible candidates of a retrieve by POSTing them to ``url``.
 
-    ``timeout`` bounds each HTTP request (connect, send, reply) and ``deadline`` the
-    whole retrieve, retries and batches included, in seconds. Candidates go in
-    batches of at most ``max_batch_candidates`` and ``max_batch_bytes`` of request
-    body; a single candidate too large for one batch makes the scorer unavailable
-    (it is never truncated). A connection failure before any reply, or a reply of
-    HTTP 429, 502, 503 or 504, is retried up to ``max_retries`` times per batch
-    after ``retry_backoff`` seconds (doubling), within the deadline; a timeout or an
-    invalid reply is not retried. Replies over ``max_response_bytes`` are refused.
+    ``timeout`` bounds each HTTP request as a whole (name lookup, connect, TLS
+    handshake, send, status line, headers, body), however slowly its bytes come,
+    and ``deadline`` the whole retrieve, batches, retries and backoff included, in
+    seconds. Candidates go in batches of at most ``max_batch_candidates`` and
+    ``max_batch_bytes`` of request body; a single candidate too large for one batch
+    makes the scorer unavailable (it is never truncated). A connection failure
+    before any reply, or a reply of HTTP 429, 502, 503 or 504, is retried up to
+    ``max_retries`` times per batch after ``retry_backoff`` seconds (doubling),
+    within the deadline; a timeout or an invalid reply is not retried. Replies over
+    ``max_response_bytes`` are refused, as is any reply that is not well-framed
+    HTTP or not the contract's JSON (see _document and _parse_scores).
 
     Hits are the candidates with a score above ``min_score`` (None: every
     candidate), highest first, ties by record id. ``fallback`` (a scorer with
     score(query, body), e.g. TokenScorer()) ranks instead when the service fails;
-    without it a failure gives an unavailable Retrieval with no hits. ``headers``
-    are sent with every request (e.g. an Authorization header). ``totals`` is the
-    cost of every retrieve so far; a scorer may be shared between threads.
+    without it a failure gives an unavailable Retrieval with no hits: no failure of
+    the service raises out of retrieve(). ``headers`` are sent with every request
+    (e.g. an Authorization header). ``totals`` is the cost of every retrieve so far;
+    a scorer may be shared between threads.
     """
 
     def __init__(
@@ -101,8 +123,12 @@ class RemoteScorer:
             raise ValidationError("url", "must not carry credentials; pass them in headers=")
         self._https = parts.scheme == "https"
         self._host = parts.hostname
-        self._port = parts.port
+        self._port = parts.port or (443 if self._https else 80)
         self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        # Certificates checked against the system's CAs, whatever ssl's module defaults say.
+        self._tls = ssl.create_default_context() if self._https else None
+        if self._tls is not None:
+            self._tls.set_alpn_protocols(["http/1.1"])
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("name", "must be a non-empty string")
         self.name = name
@@ -224,7 +250,7 @@ class RemoteScorer:
             except ConnectionError as exc:
                 # Refused or reset before any reply: the service scored nothing.
                 if attempt >= self.max_retries:
-                    raise Unavailable(f"connection failed: {exc}") from None
+                    raise Unavailable(f"connection failed: {_shown(exc, str)}") from None
             else:
                 if status == 200:
                     return reply
@@ -240,53 +266,187 @@ class RemoteScorer:
     def _exchange(
         self, body: bytes, n_candidates: int, deadline_at: float, spend: _Spend
     ) -> tuple[int, bytes]:
-        """One HTTP request: (status, reply body), within the timeout and the deadline."""
-        request_deadline = min(time.monotonic() + self.timeout, deadline_at)
-
-        def remaining() -> float:
-            left = request_deadline - time.monotonic()
-            if left <= 0:
-                raise Unavailable(self._late(deadline_at))
-            return left
-
-        kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        connection = kind(self._host, self._port, timeout=remaining())
+        """One HTTP request: (status, reply body of an HTTP 200), within the timeout
+        and the deadline: name lookup, connect, send, status line, headers and body."""
+        until = min(time.monotonic() + self.timeout, deadline_at)
+        connection = _Connection(self._host, self._port, until=until, tls=self._tls)
+        response = None
         try:
             try:
                 connection.request("POST", self._path, body=body, headers=self._headers)
                 spend.requests += 1
                 spend.candidates_sent += n_candidates
                 spend.bytes_sent += len(body)
-                sock = connection.sock  # getresponse() may drop it from the connection
-                sock.settimeout(remaining())
                 response = connection.getresponse()
-                chunks, received = [], 0
-                while True:
-                    sock.settimeout(remaining())
-                    chunk = response.read1(65536)
-                    if not chunk:
-                        break
-                    received += len(chunk)
-                    spend.bytes_received += len(chunk)
-                    if received > self.max_response_bytes:
-                        raise Unavailable(f"the reply is over max_response_bytes={self.max_response_bytes}")
-                    chunks.append(chunk)
+                if response.status != 200:
+                    return response.status, b""  # the body is not used: not read
+                return 200, self._read_body(response, spend)
             except TimeoutError:
-                raise Unavailable(self._late(deadline_at)) from None
+                raise Unavailable(self._late(deadline_at, replying=response is not None)) from None
             except ConnectionError:
                 raise  # refused, reset or closed before a reply: _post may retry
             except http.client.HTTPException as exc:
-                raise Unavailable(f"the reply is not valid HTTP: {exc!r}") from None
+                raise Unavailable(f"the reply is not valid HTTP: {_shown(exc)}") from None
             except OSError as exc:
-                raise Unavailable(f"the request failed: {exc}") from None
-            return response.status, b"".join(chunks)
+                raise Unavailable(f"the request failed: {_shown(exc, str)}") from None
         finally:
             connection.close()
+            connection.release()
 
-    def _late(self, deadline_at: float) -> str:
-        if time.monotonic() >= deadline_at:
-            return f"no reply within the deadline of {self.deadline} s"
-        return f"no reply within the timeout of {self.timeout} s"
+    def _read_body(self, response: http.client.HTTPResponse, spend: _Spend) -> bytes:
+        """The body of a reply, refused if it is framed ambiguously, too large or cut short."""
+        lengths = response.msg.get_all("Content-Length") or []
+        if lengths and response.msg.get("Transfer-Encoding") is not None:
+            raise Unavailable("the reply has both Content-Length and Transfer-Encoding: its end is ambiguous")
+        if len({v.strip() for v in lengths}) > 1 or not all(_DIGITS.fullmatch(v.strip()) for v in lengths):
+            raise Unavailable(f"the reply's Content-Length is not valid: {_shown(', '.join(lengths), str)!r}")
+        if response.length is not None and response.length > self.max_response_bytes:
+            limit = self.max_response_bytes
+            raise Unavailable(f"the reply announces {response.length} bytes, over max_response_bytes={limit}")
+        chunks, received = [], 0
+        while chunk := response.read1(65536):
+            received += len(chunk)
+            spend.bytes_received += len(chunk)
+            if received > self.max_response_bytes:
+                raise Unavailable(f"the reply is over max_response_bytes={self.max_response_bytes}")
+            chunks.append(chunk)
+        if response.length:  # the service closed before sending what it announced
+            raise Unavailable(f"the reply ended {response.length} bytes short of its Content-Length")
+        return b"".join(chunks)
+
+    def _late(self, deadline_at: float, *, replying: bool) -> str:
+        bound = (
+            f"the deadline of {self.deadline} s"
+            if time.monotonic() >= deadline_at
+            else f"the timeout of {self.timeout} s"
+        )
+        return f"the reply was not complete within {bound}" if replying else f"no reply within {bound}"
+
+
+class _Connection(http.client.HTTPConnection):
+    """http.client's HTTP/1.1 over a socket that cannot outlive ``until``, with TLS
+    when ``tls`` is given. Nothing is read from the environment (no proxies)."""
+
+    def __init__(self, host: str, port: int, *, until: float, tls: ssl.SSLContext | None) -> None:
+        self.default_port = 443 if tls is not None else 80  # the Host header omits it
+        super().__init__(host, port)
+        self._until = until
+        self._tls = tls
+        self._socket: socket.socket | None = None
+
+    def connect(self) -> None:
+        sock = _open(self.host, self.port, self._until)
+        try:
+            if self._tls is not None:
+                # ssl bounds the whole handshake by the socket's timeout, not each read.
+                sock.settimeout(_left(self._until))
+                sock = self._tls.wrap_socket(sock, server_hostname=self.host)
+        except BaseException:
+            sock.close()
+            raise
+        self._socket = sock
+        self.sock = _Bounded(sock, self._until)
+
+    def release(self) -> None:
+        """Closes the socket; close() leaves it open while the reply may still be read
+        (http.client calls close() as soon as the headers say the connection will close)."""
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+
+class _Bounded:
+    """The socket as http.client uses it: every send and receive gets the time left
+    before ``until`` as its timeout, so no spacing of the bytes can stretch a request."""
+
+    def __init__(self, sock: socket.socket, until: float) -> None:
+        self._sock = sock
+        self._until = until
+
+    def sendall(self, data: bytes) -> None:
+        # send() in a loop, not sendall(): an SSL socket's sendall gives each of its
+        # own sends the full timeout, so a slow reader could stretch it.
+        with memoryview(data) as view, view.cast("B") as unsent:
+            while unsent:
+                self._sock.settimeout(_left(self._until))
+                unsent = unsent[self._sock.send(unsent) :]
+
+    def recv_into(self, buffer: Any) -> int:
+        self._sock.settimeout(_left(self._until))
+        return self._sock.recv_into(buffer)
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        del mode  # http.client reads its replies through this, always "rb"
+        return io.BufferedReader(_Receiver(self))
+
+    def close(self) -> None:
+        """Nothing: _Connection.release() closes the socket once the reply is read."""
+
+
+class _Receiver(io.RawIOBase):
+    def __init__(self, sock: _Bounded) -> None:
+        super().__init__()
+        self._sock = sock
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        return self._sock.recv_into(buffer)
+
+
+def _left(until: float) -> float:
+    """The seconds left before ``until``; TimeoutError when there are none."""
+    left = until - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("timed out")
+    return left
+
+
+def _open(host: str, port: int, until: float) -> socket.socket:
+    """A TCP connection to host:port by ``until``, its name looked up first."""
+    failure: OSError = OSError(f"no address found for {host}")
+    for family, kind, proto, _, address in _resolve(host, port, until):
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(_left(until))
+            sock.connect(address)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return sock
+        except OSError as exc:
+            sock.close()
+            failure = exc  # try the next address, if time is left
+        except BaseException:
+            sock.close()
+            raise
+    raise failure
+
+
+def _resolve(host: str, port: int, until: float) -> list[Any]:
+    """getaddrinfo by ``until``. A name lookup has no timeout of its own: it runs in
+    a helper thread, abandoned when time is up (it ends when the resolver gives up)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:  # an address: nothing to look up, no wait
+        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    outcome: list[Any] = []
+
+    def look_up() -> None:
+        try:
+            outcome.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except OSError as exc:
+            outcome.append(exc)
+
+    lookup = threading.Thread(target=look_up, name=f"pyevidence lookup of {host}", daemon=True)
+    lookup.start()
+    lookup.join(_left(until))
+    if not outcome:
+        raise TimeoutError(f"the name lookup of {host} timed out")
+    if isinstance(outcome[0], OSError):
+        raise outcome[0]
+    return list(outcome[0])
 
 
 def _version() -> str:
@@ -308,19 +468,96 @@ def _encode(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode("utf-8")
 
 
+class _Refused(ValueError):
+    """A reply the JSON parser's hooks refused; the message is the whole reason."""
+
+
 def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+def _number(kind: type[int] | type[float]) -> Any:
+    def parse(literal: str) -> int | float:
+        if len(literal) > MAX_NUMBER_CHARS:
+            raise _Refused(
+                f"the reply holds a number of {len(literal):,} characters; "
+                f"at most {MAX_NUMBER_CHARS} are accepted"
+            )
+        return kind(literal)
+
+    return parse
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different: with a repeated key, which value
+    counts depends on the parser, so the reply is ambiguous."""
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Refused(f"the reply repeats the key {_shown(key)} in one object")
+            seen.add(key)
+    return document
+
+
+def _nests_deeper(document: Any, limit: int) -> bool:
+    pending = [(document, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, (dict, list)):
+            if depth > limit:
+                return True
+            pending.extend(
+                (item, depth + 1) for item in (value.values() if isinstance(value, dict) else value)
+            )
+    return False
+
+
+def _document(reply: bytes) -> Any:
+    """The reply as JSON (RFC 8259: UTF-8, no byte order mark), checked for what
+    Python's parser would let through: repeated keys, long numbers, deep nesting."""
+    not_json = "the reply is not valid JSON"
+    if reply.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        raise Unavailable(f"{not_json}: it starts with a byte order mark; send UTF-8 without one")
+    if b"\x00" in reply:
+        raise Unavailable(f"{not_json}: it holds NUL bytes, as UTF-16 or UTF-32 would; send UTF-8")
+    try:
+        text = reply.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Unavailable(f"{not_json}: it is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    too_deep = f"the reply nests deeper than {MAX_REPLY_DEPTH} levels"
+    try:
+        document = json.loads(
+            text,
+            object_pairs_hook=_object,
+            parse_constant=_refuse_constant,
+            parse_int=_number(int),
+            parse_float=_number(float),
+        )
+    except _Refused as exc:
+        raise Unavailable(str(exc)) from None
+    except RecursionError:
+        raise Unavailable(too_deep) from None
+    except ValueError as exc:
+        raise Unavailable(f"{not_json}: {exc}") from None
+    if _nests_deeper(document, MAX_REPLY_DEPTH):
+        raise Unavailable(too_deep)
+    return document
+
+
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+
+
 def _parse_scores(reply: bytes, ids: list[str]) -> dict[str, int | float]:
     """The scores of a reply, checked: exactly one finite number per id sent."""
-    try:
-        document = json.loads(reply.decode("utf-8"), parse_constant=_refuse_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise Unavailable(f"the reply is not valid JSON: {exc}") from None
-    items = document.get("scores") if isinstance(document, dict) else None
+    document = _document(reply)
+    if not isinstance(document, dict):
+        kind = _JSON_TYPES.get(type(document), "a number")
+        raise Unavailable(f'the reply is {kind}, not {{"scores": [...]}}')
+    items = document.get("scores")
     if not isinstance(items, list):
-        raise Unavailable('the reply is not {"scores": [...]}')
+        raise Unavailable('the reply is not {"scores": [...]}: it has no "scores" array')
     if len(items) != len(ids):
         raise Unavailable(f"the reply has {len(items)} scores for {len(ids)} candidates")
     expected = set(ids)
@@ -330,14 +567,24 @@ def _parse_scores(reply: bytes, ids: list[str]) -> dict[str, int | float]:
             raise Unavailable('every score must be {"id": <string>, "score": <number>}')
         record_id = item["id"]
         if record_id not in expected:
-            raise Unavailable(f"the reply scores {record_id!r}, which was not sent")
+            raise Unavailable(f"the reply scores {_shown(record_id)}, which was not sent")
         if record_id in scores:
-            raise Unavailable(f"the reply scores {record_id!r} twice")
+            raise Unavailable(f"the reply scores {_shown(record_id)} twice")
         try:
             scores[record_id] = _checked(item["score"], record_id)
         except ScorerError as exc:
             raise Unavailable(f"invalid score: {exc}") from None
     return scores
+
+
+def _shown(value: object, form: Any = repr, limit: int = 80) -> str:
+    """``value`` as a reason shows it: repr (or str) cut to ``limit`` characters,
+    so a hostile reply cannot make a reason of megabytes."""
+    text = str(form(value))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def _positive(field: str, value: object, *, allow_zero: bool = False) -> float:
