@@ -96,8 +96,15 @@ class RemoteScorer:
     score(query, body), e.g. TokenScorer()) ranks instead when the service fails;
     without it a failure gives an unavailable Retrieval with no hits: no failure of
     the service raises out of retrieve(). ``headers`` are sent with every request
-    (e.g. an Authorization header). ``totals`` is the cost of every retrieve so far;
-    a scorer may be shared between threads.
+    (e.g. an Authorization header); they replace pyevidence's own of the same name.
+    ``totals`` is the cost of every retrieve so far; a scorer may be shared between
+    threads.
+
+    Raises ValidationError, naming the option, for any option that could not be
+    used as given: a URL http.client could not request (bad IPv6 literal or port,
+    spaces, control or non-ASCII characters in the path, a fragment), a header name
+    that is not an HTTP token, a header value with line breaks, control characters
+    or characters beyond Latin-1, or a Content-Length / Transfer-Encoding header.
     """
 
     def __init__(
@@ -116,15 +123,7 @@ class RemoteScorer:
         min_score: float | None = None,
         fallback: Scorer | None = None,
     ) -> None:
-        parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValidationError("url", f"must be an http:// or https:// URL, got {url!r}")
-        if parts.username or parts.password:
-            raise ValidationError("url", "must not carry credentials; pass them in headers=")
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname
-        self._port = parts.port or (443 if self._https else 80)
-        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._https, self._host, self._port, self._path = _target(url)
         # Certificates checked against the system's CAs, whatever ssl's module defaults say.
         self._tls = ssl.create_default_context() if self._https else None
         if self._tls is not None:
@@ -132,22 +131,7 @@ class RemoteScorer:
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("name", "must be a non-empty string")
         self.name = name
-        self._headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": f"pyevidence/{_version()}",
-        }
-        for key, value in (headers or {}).items():
-            if (
-                not isinstance(key, str)
-                or not isinstance(value, str)
-                or "\n" in key + value
-                or "\r" in key + value
-            ):
-                raise ValidationError(
-                    "headers", "must map header names to values, strings without line breaks"
-                )
-            self._headers[key] = value
+        self._headers = _request_headers(headers)
         self.timeout = _positive("timeout", timeout)
         self.deadline = _positive("deadline", deadline)
         self.max_batch_candidates = _count("max_batch_candidates", max_batch_candidates, 1)
@@ -584,7 +568,100 @@ def _shown(value: object, form: Any = repr, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+# --- configuration --------------------------------------------------------------------
+
+# The characters of a header name (RFC 9110 "token").
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# A header value: printable Latin-1 (http.client sends Latin-1), space and tab.
+_HEADER_VALUE_CHAR = re.compile(r"[\t\x20-\x7e\xa0-\xff]")
+# The path and query on the request line: printable ASCII without spaces.
+_REQUEST_TARGET = re.compile(r"[\x21-\x7e]+")
+# A host name as DNS spells it (after IDNA for non-ASCII names).
+_HOST_NAME = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?")
 _DIGITS = re.compile(r"[0-9]+")
+_CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f-\x9f]")
+# Headers that frame the request body; pyevidence sets them from the body it sends.
+_FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding"})
+
+
+def _target(url: object) -> tuple[bool, str, int, str]:
+    """(https?, host, port, path and query) of a URL that can be requested as given."""
+    shown = _shown(url)
+    try:
+        parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+        port = parts.port if parts is not None else None
+    except ValueError as exc:  # a bad IPv6 literal or port
+        raise ValidationError("url", f"is not a valid URL ({exc}): {shown}") from None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError("url", f"must be an http:// or https:// URL, got {shown}")
+    if _CONTROL_OR_SPACE.search(str(url)):  # urlsplit would drop tabs and line breaks silently
+        raise ValidationError("url", f"must not contain spaces or control characters: {shown}")
+    if parts.username is not None or parts.password is not None:
+        raise ValidationError("url", "must not carry credentials; pass them in headers=")
+    if "#" in str(url):
+        raise ValidationError("url", f"must not have a #fragment (it is never sent): {shown}")
+    if port == 0:
+        raise ValidationError("url", f"port must be between 1 and 65535: {shown}")
+    host = parts.hostname
+    if ":" not in host:  # urlsplit has checked a bracketed IPv6 address already
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            host = ""
+        if not _HOST_NAME.fullmatch(host):
+            raise ValidationError("url", f"has a host that is not a valid host name: {shown}")
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    if not _REQUEST_TARGET.fullmatch(path):
+        raise ValidationError(
+            "url",
+            "path and query must be printable ASCII without spaces; percent-encode other "
+            f"characters (urllib.parse.quote): {shown}",
+        )
+    https = parts.scheme == "https"
+    return https, host, port or (443 if https else 80), path
+
+
+def _request_headers(headers: object) -> dict[str, str]:
+    """pyevidence's request headers with the caller's ``headers`` over them (names
+    compared without case). Values are never shown in errors: they may be secrets."""
+    merged = {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "User-Agent": f"pyevidence/{_version()}",
+    }
+    if headers is None:
+        return merged
+    if not isinstance(headers, Mapping):
+        raise ValidationError(
+            "headers", f"must be a mapping of header names to values, got {type(headers).__name__}"
+        )
+    given: set[str] = set()
+    for key, value in headers.items():
+        if not isinstance(key, str) or not _TOKEN.fullmatch(key):
+            raise ValidationError(
+                "headers",
+                f"{_shown(key)} is not a header name: use letters, digits and !#$%&'*+-.^_`|~ only",
+            )
+        if key.lower() in _FRAMING_HEADERS:
+            raise ValidationError("headers", f"{key} is set by pyevidence from the request body; remove it")
+        if key.lower() in given:
+            raise ValidationError("headers", f"{key} is given twice (header names ignore case)")
+        given.add(key.lower())
+        if not isinstance(value, str):
+            raise ValidationError(
+                "headers", f"the value of {key} must be a string, got {type(value).__name__}"
+            )
+        for index, char in enumerate(value):
+            if not _HEADER_VALUE_CHAR.fullmatch(char):
+                raise ValidationError(
+                    "headers",
+                    f"the value of {key} has U+{ord(char):04X} at index {index}: a header value may hold "
+                    "printable Latin-1 characters, spaces and tabs only (no line breaks)",
+                )
+        for name in [n for n in merged if n.lower() == key.lower()]:
+            del merged[name]
+        merged[key] = value
+    return merged
 
 
 def _positive(field: str, value: object, *, allow_zero: bool = False) -> float:
