@@ -392,20 +392,13 @@ def test_nesting_up_to_the_limit_is_accepted(
 
 @pytest.fixture(scope="module")
 def scripted() -> Iterator[HostileService]:
-    """One service for the property tests; each example sets the reply's bytes."""
-    reply: list[bytes] = [b""]
-
-    def behaviour(conn: Connection) -> None:
-        conn.read_request()
-        conn.send(reply[0])
-
-    with hostile_service(behaviour) as service:
-        service.reply = reply  # type: ignore[attr-defined]
+    """One service for the property tests; each example sets the bytes it replies."""
+    with hostile_service(raw(b"")) as service:
         yield service
 
 
 def _retrieve_reply(engine: str, service: HostileService, reply: bytes) -> Retrieval:
-    service.reply[0] = reply  # type: ignore[attr-defined]
+    service.behaviour = raw(reply)
     with EvidenceStore(":memory:", engine=engine) as store:
         put_scope(store)
         scorer = RemoteScorer(service.url, deadline=DEADLINE, max_retries=0)
