@@ -56,6 +56,7 @@ MAX_REPLY_DEPTH = 64
 # The longest number literal a reply may hold: a float needs about 25 characters;
 # a longer literal is either no finite double or a way to make int() work hard.
 MAX_NUMBER_CHARS = 100
+_LONG_NUMBER = re.compile(f"[-+.0-9eE]{{{MAX_NUMBER_CHARS + 1}}}")
 
 
 class Unavailable(Exception):
@@ -486,16 +487,17 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _nests_deeper(document: Any, limit: int) -> bool:
-    pending = [(document, 1)]
-    while pending:
-        value, depth = pending.pop()
-        if isinstance(value, (dict, list)):
-            if depth > limit:
-                return True
-            pending.extend(
-                (item, depth + 1) for item in (value.values() if isinstance(value, dict) else value)
-            )
-    return False
+    """Whether containers nest more than ``limit`` deep: one level at a time, so a
+    long flat array costs one pass, not one Python call per element."""
+    level = [document] if type(document) in (dict, list) else []
+    for _ in range(limit):
+        level = [
+            child
+            for value in level
+            for child in (value.values() if type(value) is dict else value)
+            if type(child) in (dict, list)
+        ]
+    return bool(level)
 
 
 def _document(reply: bytes) -> Any:
@@ -511,13 +513,14 @@ def _document(reply: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise Unavailable(f"{not_json}: it is not UTF-8 ({exc.reason} at byte {exc.start})") from None
     too_deep = f"the reply nests deeper than {MAX_REPLY_DEPTH} levels"
+    # Each number is checked (a Python call per number) only if the text has a run of
+    # number characters long enough to hold a literal over the limit, which is rare.
+    lengths_checked = (
+        {"parse_int": _number(int), "parse_float": _number(float)} if _LONG_NUMBER.search(text) else {}
+    )
     try:
         document = json.loads(
-            text,
-            object_pairs_hook=_object,
-            parse_constant=_refuse_constant,
-            parse_int=_number(int),
-            parse_float=_number(float),
+            text, object_pairs_hook=_object, parse_constant=_refuse_constant, **lengths_checked
         )
     except _Refused as exc:
         raise Unavailable(str(exc)) from None
@@ -525,7 +528,8 @@ def _document(reply: bytes) -> Any:
         raise Unavailable(too_deep) from None
     except ValueError as exc:
         raise Unavailable(f"{not_json}: {exc}") from None
-    if _nests_deeper(document, MAX_REPLY_DEPTH):
+    # Nesting needs at least as many brackets as levels: most replies are not walked.
+    if text.count("[") + text.count("{") > MAX_REPLY_DEPTH and _nests_deeper(document, MAX_REPLY_DEPTH):
         raise Unavailable(too_deep)
     return document
 

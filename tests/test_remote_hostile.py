@@ -378,11 +378,21 @@ def test_a_malformed_reply_is_unavailable_with_its_reason(
     assert len(service.received) == 2  # an invalid reply is not retried
 
 
-def test_nesting_up_to_the_limit_is_accepted(
-    store: EvidenceStore, serve: Callable[..., HostileService]
+ACCEPTED = {
+    "64 levels in all": scores_then(b'"extra": ' + nested(63)),
+    "brackets and number characters inside strings": scores_then(
+        b'"note": "' + b"[{" * 100 + b"1e5" * 200 + b'"'
+    ),
+    "a number of 100 characters": scores_then(b'"n": 0.' + b"5" * 98),
+}
+
+
+@pytest.mark.parametrize("case", list(ACCEPTED))
+def test_what_is_within_the_limits_is_accepted(
+    store: EvidenceStore, serve: Callable[..., HostileService], case: str
 ) -> None:
     put_scope(store)
-    service = serve(replying(scores_then(b'"extra": ' + nested(63))))  # 64 levels in all
+    service = serve(replying(ACCEPTED[case]))
     result, _ = timed_retrieve(store, RemoteScorer(service.url))
     assert result.status == "ok" and len(result) == 3
 
