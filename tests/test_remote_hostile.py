@@ -439,7 +439,7 @@ HTTP_PIECES = st.sampled_from(
 )
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(reply=st.one_of(st.binary(max_size=300), st.lists(HTTP_PIECES | st.binary(max_size=8)).map(b"".join)))
 def test_any_reply_bytes_give_the_documented_outcome(
     engine: str, scripted: HostileService, reply: bytes
@@ -477,7 +477,7 @@ WELL_FORMED = st.permutations(list(ELIGIBLE)).flatmap(
 JSON_VALUES = WELL_FORMED | ANY_JSON | SCORE_LISTS
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(document=JSON_VALUES)
 def test_any_json_reply_gives_the_documented_outcome(
     engine: str, scripted: HostileService, document: Any
