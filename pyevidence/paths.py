@@ -174,8 +174,11 @@ def open_failure_hint(code: int, where: DatabasePath, *, read_only: bool) -> str
     an empty string when there is nothing more useful to say than SQLite's message."""
     if where.in_memory:
         return ""
-    directory = os.path.dirname(where.target)
-    sidecars = f"{where.shown}-wal and {where.shown}-shm"
+    real = os.path.realpath(where.target)  # SQLite keeps -wal and -shm beside the file a symlink names
+    directory = os.path.dirname(real)
+    sidecars = (
+        f"{real}-wal and {real}-shm" if real != where.target else f"{where.shown}-wal and {where.shown}-shm"
+    )
     if code == SQLITE_READONLY_DIRECTORY or (
         code & 0xFF == SQLITE_CANTOPEN and not os.access(directory, os.W_OK)
     ):
@@ -202,7 +205,8 @@ def open_failure_hint(code: int, where: DatabasePath, *, read_only: bool) -> str
 def sidecars_missing(where: DatabasePath) -> bool:
     """Whether no -wal or -journal file sits next to ``where``: then the main file holds
     every committed transaction, and its header is the database's state."""
-    return not any(os.path.lexists(where.target + suffix) for suffix in ("-wal", "-journal"))
+    real = os.path.realpath(where.target)  # SQLite keeps them beside the file a symlink names
+    return not any(os.path.lexists(real + suffix) for suffix in ("-wal", "-journal"))
 
 
 def header_says_wal(where: DatabasePath) -> bool:

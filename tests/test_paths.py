@@ -252,19 +252,24 @@ def test_read_only_open_in_an_unwritable_directory_says_what_to_do(shared_dir: P
     db.chmod(0o644)
     script = textwrap.dedent(f"""
         from pyevidence import EvidenceStore, StoreError
-        try:
-            EvidenceStore({str(db)!r}, engine={engine!r}, read_only=True)
-        except StoreError as exc:
-            print(exc)
+        for path, read_only in (({str(db)!r}, True), ({str(shared_dir / "new.db")!r}, False)):
+            try:
+                EvidenceStore(path, engine={engine!r}, read_only=read_only)
+            except StoreError as exc:
+                print(exc)
     """)
     done = run_as_other_user(script, shared_dir)
     assert done.stderr == ""
-    assert done.stdout == (
+    assert done.stdout.splitlines() == [
         f"opening {db} failed: attempt to write a readonly database; the database is in WAL mode, "
         f"and even a reader needs {db}-wal and {db}-shm next to it, which do not exist and cannot be "
         f"created because this user cannot write to the directory {shared_dir}; let this user write "
-        f"to {shared_dir}, or copy the database to a directory you can write and open the copy\n"
-    )
+        f"to {shared_dir}, or copy the database to a directory you can write and open the copy",
+        f"opening {shared_dir}/new.db failed: unable to open database file; this user cannot write to "
+        f"the directory {shared_dir}, where SQLite keeps {shared_dir}/new.db-wal and "
+        f"{shared_dir}/new.db-shm; let this user write to {shared_dir}, or open the store with "
+        "read_only=True to read it",
+    ]
     assert sorted(os.listdir(shared_dir)) == ["ev.db"]
 
 
@@ -360,4 +365,14 @@ def test_a_refused_read_only_open_creates_no_files(
     before = snapshot(tmp_path)
     with pytest.raises(SchemaError, match=match):
         EvidenceStore(tmp_path / "ev.db", engine=engine, read_only=True)
+    assert snapshot(tmp_path) == before
+
+
+def test_a_refused_read_only_open_through_a_symlink_creates_no_files(tmp_path: Path, engine: str) -> None:
+    (tmp_path / "real").mkdir()
+    wal_foreign_file(tmp_path / "real" / "ev.db")
+    os.symlink(tmp_path / "real" / "ev.db", tmp_path / "link.db")
+    before = snapshot(tmp_path)
+    with pytest.raises(SchemaError, match="has no pyevidence schema"):
+        EvidenceStore(tmp_path / "link.db", engine=engine, read_only=True)
     assert snapshot(tmp_path) == before
