@@ -10,7 +10,9 @@ where the caller allows it. Refused, before SQLite sees anything:
   really named so is opened as ``./file:x.db``),
 - anything that exists and is not a regular file once symlinks are followed
   (a directory, FIFO, socket or device: a FIFO would hang a read-only open),
-  and a symlink that points nowhere.
+  and a symlink that points nowhere;
+- for writing, a file this user cannot write (SQLite would open it read-only
+  without a word); with ``read_only=True``, a file that does not exist.
 
 SQLite is then given the absolute path, so no name can ever reach it as a URI
 or as one of its special names. ``new_file`` creates a backup's destination with
@@ -127,6 +129,12 @@ def database(path: object, *, read_only: bool = False, allow_memory: bool = True
     _refuse_special(shown, mode)
     if read_only:
         _refuse_untouched(where)
+    elif not os.access(target, os.W_OK):
+        # SQLite would open it read-only without a word, and the first put would fail.
+        raise StoreError(
+            f"opening {shown} failed: this user cannot write to it; open it with read_only=True "
+            "to read it, or let this user write to it"
+        )
     return where
 
 

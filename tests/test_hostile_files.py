@@ -2,8 +2,8 @@
 
 Each one is refused with a clear pyevidence error, or works where it should, on
 both engines, read-write and read-only, and through the command line; a refused
-open creates or changes nothing on disk. (A directory the user cannot write is
-in test_paths.py: it needs a second user.)
+open creates or changes nothing on disk. (A directory the user cannot write and
+a file owned by someone else are in test_paths.py: they need a second user.)
 """
 
 from __future__ import annotations

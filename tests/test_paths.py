@@ -227,10 +227,10 @@ def shared_dir() -> Iterator[Path]:
     shutil.rmtree(directory)
 
 
-def run_as_other_user(script: str, directory: Path) -> subprocess.CompletedProcess[str]:
-    """Runs ``script`` in a Python that cannot write to ``directory``: as root, in a
-    child that runs as uid/gid 65534 (nobody) through setpriv; otherwise with the
-    directory made read-only for its owner."""
+def run_as_other_user(script: str, unwritable: Path) -> subprocess.CompletedProcess[str]:
+    """Runs ``script`` in a Python that cannot write to ``unwritable`` (a directory or a
+    file): as root, in a child that runs as uid/gid 65534 (nobody) through setpriv;
+    otherwise with ``unwritable`` made read-only for its owner."""
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
@@ -239,11 +239,12 @@ def run_as_other_user(script: str, directory: Path) -> subprocess.CompletedProce
         return subprocess.run(
             [*drop, sys.executable, "-c", script], capture_output=True, text=True, check=False
         )
-    directory.chmod(0o555)
+    mode = unwritable.stat().st_mode
+    unwritable.chmod(mode & 0o555)
     try:
         return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     finally:
-        directory.chmod(0o755)
+        unwritable.chmod(mode)
 
 
 def test_read_only_open_in_an_unwritable_directory_says_what_to_do(shared_dir: Path, engine: str) -> None:
@@ -271,6 +272,33 @@ def test_read_only_open_in_an_unwritable_directory_says_what_to_do(shared_dir: P
         "read_only=True to read it",
     ]
     assert sorted(os.listdir(shared_dir)) == ["ev.db"]
+
+
+def test_a_file_this_user_cannot_write_is_refused_for_writing_and_read_as_it_is(
+    shared_dir: Path, engine: str
+) -> None:
+    """Someone else's file: SQLite would open it read-only without a word and fail on
+    the first put; pyevidence refuses the writable open and says what to do."""
+    db = shared_dir / "ev.db"
+    written_store(db, engine)
+    db.chmod(0o644)
+    shared_dir.chmod(0o777)  # the directory is not the problem here
+    script = textwrap.dedent(f"""
+        from pyevidence import EvidenceStore, StoreError
+        try:
+            EvidenceStore({str(db)!r}, engine={engine!r})
+        except StoreError as exc:
+            print(exc)
+        with EvidenceStore({str(db)!r}, engine={engine!r}, read_only=True) as store:
+            print(store.retrieve(tenant="team-a", revision="v1", query="queue", now=0).eligible_count)
+    """)
+    done = run_as_other_user(script, db)
+    assert done.stderr == ""
+    assert done.stdout.splitlines() == [
+        f"opening {db} failed: this user cannot write to it; open it with read_only=True to read "
+        "it, or let this user write to it",
+        "1",
+    ]
 
 
 # ---- names that are not UTF-8 (item 17)
