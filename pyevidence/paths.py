@@ -135,7 +135,25 @@ def database(path: object, *, read_only: bool = False, allow_memory: bool = True
             f"opening {shown} failed: this user cannot write to it; open it with read_only=True "
             "to read it, or let this user write to it"
         )
+    else:
+        _refuse_unwritable_sidecars(where)
     return where
+
+
+def _refuse_unwritable_sidecars(where: DatabasePath) -> None:
+    """A reader running as another user leaves -wal and -shm files only it can write;
+    SQLite would then open the store and fail on the first put."""
+    real = os.path.realpath(where.target)
+    stuck = [
+        real + s for s in ("-wal", "-shm") if os.path.exists(real + s) and not os.access(real + s, os.W_OK)
+    ]
+    if stuck:
+        raise StoreError(
+            f"opening {where.shown} failed: this user cannot write {' and '.join(stuck)}, left by "
+            "another user's connection; when no process has the store open and the -wal file is "
+            "empty, remove them, or give the users a common group and a umask that lets it write "
+            "(umask 002)"
+        )
 
 
 def _refuse_special(shown: str, mode: int) -> None:

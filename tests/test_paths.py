@@ -301,6 +301,38 @@ def test_a_file_this_user_cannot_write_is_refused_for_writing_and_read_as_it_is(
     ]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs two other users, so root to switch to them")
+def test_sidecars_another_reader_left_are_refused_for_writing_with_what_to_do(
+    shared_dir: Path, engine: str
+) -> None:
+    """A reader running as another user creates -wal and -shm that only it can write;
+    the owner's next writable open is refused up front instead of failing on put."""
+    db = shared_dir / "ev.db"
+    written_store(db, engine)
+    shared_dir.chmod(0o777)
+    os.chown(db, 65533, 65533)
+    db.chmod(0o644)
+    setpriv = str(shutil.which("setpriv"))
+    for uid, read_only in ((65534, True), (65533, False)):
+        opener = textwrap.dedent(f"""
+            from pyevidence import EvidenceStore, StoreError
+            try:
+                EvidenceStore({str(db)!r}, engine={engine!r}, read_only={read_only})
+            except StoreError as exc:
+                print(exc)
+        """)
+        as_user = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+        done = subprocess.run(
+            [*as_user, sys.executable, "-c", opener], capture_output=True, text=True, check=False
+        )
+        assert done.stderr == ""
+    assert done.stdout == (
+        f"opening {db} failed: this user cannot write {db}-wal and {db}-shm, left by another user's "
+        "connection; when no process has the store open and the -wal file is empty, remove them, or "
+        "give the users a common group and a umask that lets it write (umask 002)\n"
+    )
+
+
 # ---- names that are not UTF-8 (item 17)
 
 
