@@ -85,6 +85,8 @@ CORPUS = {
     "nul": Hostile(lambda place: f"{place}/ev\x00.db", ValidationError, "must not contain NUL"),
     "not-utf8": Hostile(lambda place: a_store(os.fsencode(place) + b"/caf\xe9.db"), None),
     "uri-looking-file": Hostile(lambda _: a_store("./file:ev.db"), None),
+    # URI syntax inside a plain name: the read-only open's URI must escape it, not read it.
+    "uri-syntax-name": Hostile(lambda _: a_store("ev?mode=memory&cache=shared#x%41.db"), None),
 }
 
 
