@@ -17,6 +17,12 @@ where the caller allows it. Refused, before SQLite sees anything:
 SQLite is then given the absolute path, so no name can ever reach it as a URI
 or as one of its special names. ``new_file`` creates a backup's destination with
 O_EXCL, so a backup never overwrites a file, even one that appears meanwhile.
+
+Files beside the database: a read-only open that schema.prepare() would refuse
+is refused before SQLite creates -wal and -shm files (a read-only connection
+cannot remove them); a writable open is refused while -wal or -shm files exist
+that this user cannot write; ``open_failure_hint`` says what to do when SQLite
+cannot create them.
 """
 
 from __future__ import annotations
@@ -228,14 +234,14 @@ def open_failure_hint(code: int, where: DatabasePath, *, read_only: bool) -> str
     return ""
 
 
-def sidecars_missing(where: DatabasePath) -> bool:
+def _sidecars_missing(where: DatabasePath) -> bool:
     """Whether no -wal or -journal file sits next to ``where``: then the main file holds
     every committed transaction, and its header is the database's state."""
     real = os.path.realpath(where.target)  # SQLite keeps them beside the file a symlink names
     return not any(os.path.lexists(real + suffix) for suffix in ("-wal", "-journal"))
 
 
-def header_says_wal(where: DatabasePath) -> bool:
+def _header_says_wal(where: DatabasePath) -> bool:
     """Whether the file's SQLite header marks it WAL mode (a read then creates -wal and -shm)."""
     try:
         with open(where.target, "rb") as handle:
@@ -245,7 +251,7 @@ def header_says_wal(where: DatabasePath) -> bool:
     return header[:16] == b"SQLite format 3\x00" and header[18:20] == b"\x02\x02"
 
 
-def signature(where: DatabasePath) -> tuple[int, int, int] | None:
+def _signature(where: DatabasePath) -> tuple[int, int, int] | None:
     """(inode, size, mtime) of the file, to tell whether it changed meanwhile."""
     try:
         info = os.stat(where.target)
@@ -260,9 +266,9 @@ def _refuse_untouched(where: DatabasePath) -> None:
     locks, no -wal, no -shm), so a refused file gets no files created beside it (a
     read-only connection creates them and cannot remove them). A verdict reached while
     the file changed is dropped, and the real open decides."""
-    if not header_says_wal(where) or not sidecars_missing(where):
+    if not _header_says_wal(where) or not _sidecars_missing(where):
         return
-    before = signature(where)
+    before = _signature(where)
     try:
         conn = sqlite3.connect(where.read_only_uri(immutable=True), uri=True, isolation_level=None)
     except sqlite3.Error:
@@ -270,7 +276,7 @@ def _refuse_untouched(where: DatabasePath) -> None:
     try:
         schema.prepare(lambda sql: conn.execute(sql).fetchall(), _never_writes, where.shown, read_only=True)
     except SchemaError:
-        if signature(where) == before and sidecars_missing(where):
+        if _signature(where) == before and _sidecars_missing(where):
             raise
     except sqlite3.Error:
         pass  # the real open reports it, with its own message
