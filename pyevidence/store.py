@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
@@ -12,7 +13,7 @@ from typing import Any
 
 from . import validation, versions
 from .engines.python_engine import PythonEngine
-from .errors import EngineUnavailableError, ScorerError, StoreError, ValidationError
+from .errors import EngineFallbackWarning, EngineUnavailableError, ScorerError, StoreError, ValidationError
 from .limits import DEFAULT_LIMITS, Limits
 from .records import QueryResult, Record, Retrieval, Verification, Version, VersionLookup
 from .scoped import ScopedStore
@@ -44,10 +45,35 @@ def native_available() -> bool:
     return True
 
 
+def fallback_reason() -> str | None:
+    """Why engine="auto" runs the Python engine here, or None when it runs the native one."""
+    try:
+        _native_engine_class()
+    except EngineUnavailableError as exc:
+        return f"engine='auto' runs the Python engine (same results, slower): {exc}"
+    return None
+
+
+_fallback_warned = False
+
+
+def _warn_fallback_once(reason: str) -> None:
+    """Said once per process (an EngineFallbackWarning), not on every store opened."""
+    global _fallback_warned
+    if not _fallback_warned:
+        _fallback_warned = True
+        warnings.warn(reason, EngineFallbackWarning, stacklevel=4)
+
+
 def _open_engine(path: str | os.PathLike[str], engine: str, read_only: bool) -> Any:
     if not isinstance(engine, str) or engine not in ENGINES:
         raise ValidationError("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}")
-    if engine == "python" or (engine == "auto" and not native_available()):
+    if engine == "auto":
+        reason = fallback_reason()
+        if reason is None:
+            return _native_engine_class()(path, read_only=read_only)
+        _warn_fallback_once(reason)
+    if engine in ("auto", "python"):
         return PythonEngine(path, read_only=read_only)
     return _native_engine_class()(path, read_only=read_only)
 
@@ -57,12 +83,12 @@ class EvidenceStore:
 
     ``path`` is a file (created with the schema if absent, reopened with its data
     intact otherwise) or ``":memory:"``. ``engine`` is ``"python"``, ``"native"`` or
-    ``"auto"`` (native when built, else python); ``store.engine`` tells which one
-    runs. ``limits`` caps the size of texts it accepts (see Limits). With
-    ``read_only=True`` an existing store is opened as it is: retrieve, query and
-    backup work, put, put_many and forget raise StoreError. With an ``embedder``
-    every put also stores the body's vector, for VectorScorer. A store may
-    be shared between threads: calls on one store are serialised by a lock. Use
+    ``"auto"`` (native when built, else python with an EngineFallbackWarning, once per
+    process); ``store.engine`` tells which one runs. ``limits`` caps the size of texts
+    it accepts (see Limits). With ``read_only=True`` an existing store is opened as it
+    is: retrieve, query and backup work, put, put_many and forget raise StoreError.
+    With an ``embedder`` every put also stores the body's vector, for VectorScorer. A
+    store may be shared between threads: calls on one store are serialised by a lock. Use
     it as a context manager or call ``close()``.
     """
 
