@@ -261,7 +261,9 @@ class RemoteScorer:
                 sock.settimeout(remaining())
                 response = connection.getresponse()
                 chunks, received = [], 0
-                while True:
+                # Since Python 3.13 read1() closes the response (and its socket) as soon as it
+                # returns the last byte of a Content-Length body: no timeout to set after that.
+                while not response.isclosed():
                     sock.settimeout(remaining())
                     chunk = response.read1(65536)
                     if not chunk:
