@@ -206,8 +206,9 @@ $(VENV)/.installed-dev: $(VENV)/bin/python $(BUILD_INPUTS)
 # The editable install builds the compiled parts in pyevidence/ for every version side by side
 # (evidence.cpython-3XY-*.so; _native.abi3.so is one for all).
 $(VENV)-%/.installed-dev: $(BUILD_INPUTS)
-	@python=$$(tools/find-python $*) || { echo "no Python $* here: see make deps" >&2; exit 1; }; \
-	  echo "$$python -m venv $(VENV)-$*"; rm -rf $(VENV)-$*; "$$python" -m venv $(VENV)-$*
+	@[ -x $(VENV)-$*/bin/python ] || { \
+	  python=$$(tools/find-python $*) || { echo "no Python $* here: see make deps" >&2; exit 1; }; \
+	  echo "$$python -m venv $(VENV)-$*"; "$$python" -m venv $(VENV)-$*; }
 	$(VENV)-$*/bin/python -m pip --disable-pip-version-check -q install -e '.[test]'
 	touch $@
 
