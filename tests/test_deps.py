@@ -94,8 +94,10 @@ def test_a_missing_python_version_stops_with_the_way_to_leave_it_out(tmp_path: P
         f"{tmp_path}/no-pyenv/versions/3.97.*)\n"
         "deps:   install it (e.g. pyenv install 3.97), or leave it out of the versions make test runs:\n"
         f'deps:   make test PYTHONS="{version}"\n'
+        "deps: and these Debian/Ubuntu packages are not installed (as root: apt-get update && "
+        f"DEBIAN_FRONTEND=noninteractive apt-get install -y {expected_missing()})\n"
     )
-    assert not (tmp_path / "apt.log").exists()  # it stops before installing anything
+    assert not (tmp_path / "apt.log").exists()  # nothing is installed until everything can be
 
 
 def test_find_python_skips_a_shim_that_does_not_run(tmp_path: Path) -> None:
