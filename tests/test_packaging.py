@@ -90,9 +90,16 @@ def doctor(venv: Path, cwd: Path) -> dict[str, object]:
     return report
 
 
+def user_env(**overrides: str) -> dict[str, str]:
+    """This environment as a user's shell has it: without the build choice or the variables a
+    calling make passes down (make test runs this file)."""
+    drop = ("PYEVIDENCE_BUILD_NATIVE", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+    return {k: v for k, v in os.environ.items() if k not in drop} | overrides
+
+
 def env_without_a_compiler(venv: Path) -> dict[str, str]:
     """PATH holds only the venv's bin (no cc, gcc or clang) and CC is unset."""
-    env = {k: v for k, v in os.environ.items() if k not in ("CC", "CXX", "LDSHARED", "CFLAGS")}
+    env = {k: v for k, v in user_env().items() if k not in ("CC", "CXX", "LDSHARED", "CFLAGS")}
     env["PATH"] = str(venv / "bin")
     for compiler in ("cc", "gcc", "clang"):
         assert shutil.which(compiler, path=env["PATH"]) is None
@@ -135,7 +142,7 @@ def test_wheel_carries_every_module_the_engine_and_the_extension(dists: dict[str
 def test_the_wheel_installs_the_native_engine(
     dists: dict[str, Path], fresh_venv: Path, tmp_path: Path
 ) -> None:
-    done = pip_install(fresh_venv, dists["wheel"], dict(os.environ))
+    done = pip_install(fresh_venv, dists["wheel"], user_env())
     assert done.returncode == 0, done.stdout + done.stderr
     assert_native(doctor(fresh_venv, tmp_path))
     # cffi came along as a dependency: the engine loads without any extra.
@@ -152,7 +159,7 @@ def test_the_sdist_with_a_compiler_installs_the_native_engine(
     dists: dict[str, Path], fresh_venv: Path, tmp_path: Path
 ) -> None:
     assert shutil.which("cc") or shutil.which("gcc"), "this test needs a C compiler on PATH"
-    done = pip_install(fresh_venv, dists["sdist"], dict(os.environ))
+    done = pip_install(fresh_venv, dists["sdist"], user_env())
     assert done.returncode == 0, done.stdout + done.stderr
     assert_native(doctor(fresh_venv, tmp_path))
     demo = run(fresh_venv / "bin" / "pyevidence", "demo", "--engine", "native", cwd=tmp_path)
@@ -213,14 +220,12 @@ def test_a_failing_compile_with_a_working_compiler_fails_the_install(
         "echo 'evidence_store.c: fatal error: sqlite3.h: No such file or directory' >&2\nexit 1\n"
     )
     broken_cc.chmod(0o755)
-    done = pip_install(fresh_venv, dists["sdist"], dict(os.environ, CC=str(broken_cc)))
+    done = pip_install(fresh_venv, dists["sdist"], user_env(CC=str(broken_cc)))
     assert done.returncode != 0
     assert "failed although a C compiler works here" in done.stdout + done.stderr
     assert "PYEVIDENCE_BUILD_NATIVE=0" in done.stdout + done.stderr
     # ...and the documented way out installs the Python engine on purpose.
-    done = pip_install(
-        fresh_venv, dists["sdist"], dict(os.environ, CC=str(broken_cc), PYEVIDENCE_BUILD_NATIVE="0")
-    )
+    done = pip_install(fresh_venv, dists["sdist"], user_env(CC=str(broken_cc), PYEVIDENCE_BUILD_NATIVE="0"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert doctor(fresh_venv, tmp_path)["engines"]["native"]["available"] is False  # type: ignore[index]
 
@@ -230,7 +235,7 @@ def test_make_demo_on_a_fresh_clone_runs_the_native_engine(tmp_path: Path) -> No
         pytest.fail("this test needs make")
     clone = copy_of_tracked_files(tmp_path / "clone")
     base = getattr(sys, "_base_executable", sys.executable)
-    out = run("make", "--no-print-directory", "demo", f"PYTHON={base}", cwd=clone)
+    out = run("make", "--no-print-directory", "demo", f"PYTHON={base}", env=user_env(), cwd=clone)
     assert GOLDEN_DEMO in out
     assert "the native engine ran this demo" in out
     assert_native(doctor(clone / ".venv", tmp_path))
