@@ -1,5 +1,7 @@
 # pyevidence: the two commands a newcomer runs are `make demo` and `make test`.
-# Everything installs into .venv and builds into build/; nothing outside the tree is touched.
+# Everything installs into .venv (and .venv-X.Y) and builds into build/. Outside the tree, only
+# the system packages they need: `make deps` checks them first and, as root on Debian/Ubuntu,
+# installs what is missing with one printed apt-get line (tools/deps).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -44,15 +46,30 @@ else
   DEV_EXTRAS := test,lint
 endif
 export HYPOTHESIS_PROFILE ?= dev
+# make test runs the Python suite on each of these versions: $(PYTHON) in .venv (with the
+# embeddings extra), every other one in .venv-X.Y without it (PyTorch is only tested on the
+# main one). tools/find-python finds them on PATH or in pyenv; a missing one stops make test at
+# once, saying so: leave it out explicitly, e.g. make test PYTHONS="3.11 3.12".
+PYTHONS ?= 3.11 3.12 3.13
+MAIN_PYTHON_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+OTHER_PYTHONS := $(filter-out $(MAIN_PYTHON_VERSION),$(PYTHONS))
 
-.PHONY: demo test test-py test-c test-asan test-valgrind test-leaks test-crash test-load fuzz fuzz-quick ext bench bench-overlap lint format clean
+.PHONY: deps deps-build demo test test-py test-c test-asan test-valgrind test-leaks test-crash test-load fuzz fuzz-quick ext bench bench-overlap lint format clean
 
-## demo: install the package into .venv and run the demonstration
-demo: $(VENV)/.installed
-	$(VENV)/bin/pyevidence demo
+## deps: check (and as root install) the system packages make test needs, before any work
+deps:
+	tools/deps test $(PYTHON) $(PYTHONS)
+
+deps-build:
+	tools/deps build $(PYTHON)
+
+## demo: install the package into .venv and run the demonstration on the native engine
+demo: deps-build $(VENV)/.installed
+	$(VENV)/bin/pyevidence demo --engine native
+	@echo "(the native engine ran this demo; $(VENV)/bin/pyevidence doctor shows what this installation has)"
 
 ## test: every check that must pass before anything lands
-test: lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-py
+test: deps lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-py $(OTHER_PYTHONS:%=test-py-%)
 
 test-py: $(VENV)/.installed-dev
 	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) $(PY) -m pytest -q
@@ -76,6 +93,10 @@ $(NODE_MODULES)/better-sqlite3/package.json: | build
 	fi
 	npm install --prefix build/node --no-save --no-audit --no-fund better-sqlite3@12
 	test -f $@ && touch $@
+
+## test-py-X.Y: the Python suite on Python X.Y, in .venv-X.Y, without the embeddings extra
+test-py-%: $(VENV)-%/.installed-dev
+	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=0 $(VENV)-$*/bin/python -m pytest -q
 
 ## test-leaks: the native engine under valgrind, driven from Python (tests/valgrind_leaks.py)
 test-leaks: $(VENV)/.installed-dev
@@ -202,7 +223,17 @@ $(VENV)/.installed-dev: $(VENV)/bin/python $(BUILD_INPUTS)
 	$(PIP) install -e '.[$(DEV_EXTRAS)]'
 	touch $@ $(VENV)/.installed
 
+.PRECIOUS: $(VENV)-%/.installed-dev
+# The editable install builds the compiled parts in pyevidence/ for every version side by side
+# (evidence.cpython-3XY-*.so; _native.abi3.so is one for all).
+$(VENV)-%/.installed-dev: $(BUILD_INPUTS)
+	@[ -x $(VENV)-$*/bin/python ] || { \
+	  python=$$(tools/find-python $*) || { echo "no Python $* here: see make deps" >&2; exit 1; }; \
+	  echo "$$python -m venv $(VENV)-$*"; "$$python" -m venv $(VENV)-$*; }
+	$(VENV)-$*/bin/python -m pip --disable-pip-version-check -q install -e '.[test]'
+	touch $@
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VENV)-* build dist *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 	find pyevidence -name '*.so' -delete

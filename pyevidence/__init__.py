@@ -6,6 +6,7 @@ with citations. See docs/guarantees.md for the guarantees and the limits.
 """
 
 from .errors import (
+    EngineFallbackWarning,
     EngineUnavailableError,
     EvidenceError,
     SchemaError,
@@ -43,6 +44,7 @@ __all__ = [
     "Candidate",
     "ChainBreak",
     "Embedder",
+    "EngineFallbackWarning",
     "EngineUnavailableError",
     "EvidenceError",
     "EvidenceStore",

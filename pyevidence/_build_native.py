@@ -43,8 +43,8 @@ ffibuilder.set_source(
     include_dirs=["csrc"],
     define_macros=[("SQLITE_CORE", "1")],
     libraries=["sqlite3"],
-    # Without a compiler or the SQLite headers, install the Python engine only.
-    optional=True,
+    # Not optional: setup.py's build_native decides when to build (a working compiler) and
+    # makes a failure with one an install failure.
 )
 
 if __name__ == "__main__":

@@ -5,12 +5,13 @@ from __future__ import annotations
 import importlib.util
 import platform
 import sqlite3
+import warnings
 from typing import Any
 
 from . import __version__
-from .errors import EvidenceError
+from .errors import EngineFallbackWarning, EvidenceError
 from .loadable import loadable_path
-from .store import EvidenceStore
+from .store import EvidenceStore, fallback_reason
 
 
 def _vectors(native: bool) -> dict[str, Any]:
@@ -46,8 +47,12 @@ def report() -> dict[str, Any]:
     probe = sqlite3.connect(":memory:")
     can_load = hasattr(probe, "enable_load_extension")
     probe.close()
-    with EvidenceStore(":memory:") as auto:
-        auto_engine = auto.engine
+    fallback = fallback_reason()
+    with warnings.catch_warnings():
+        # Reported below as auto_fallback; the warning is for programs, not for this report.
+        warnings.simplefilter("ignore", EngineFallbackWarning)
+        with EvidenceStore(":memory:") as auto:
+            auto_engine = auto.engine
     return {
         "pyevidence": __version__,
         "python": platform.python_version(),
@@ -59,6 +64,7 @@ def report() -> dict[str, Any]:
                 **({"why_not": native_error} if native_error else {}),
             },
             "auto_chooses": auto_engine,
+            **({"auto_fallback": fallback} if fallback else {}),
         },
         "loadable_extension": extension,
         "python_sqlite3_can_load_extensions": can_load,

@@ -1,4 +1,4 @@
-"""Exceptions raised by pyevidence. Every one derives from EvidenceError."""
+"""Exceptions raised by pyevidence (every one derives from EvidenceError), and its warning."""
 
 from __future__ import annotations
 
@@ -26,6 +26,14 @@ class ScorerError(EvidenceError):
 
 class EngineUnavailableError(EvidenceError):
     """The requested engine is not available in this installation."""
+
+
+class EngineFallbackWarning(UserWarning):
+    """engine="auto" runs the Python engine: the native engine is not built in this installation.
+
+    Issued once per process. The results are the same, only slower; pass engine="python"
+    to choose it on purpose, or reinstall with a C compiler to get the native engine.
+    """
 
 
 class StoreError(EvidenceError):

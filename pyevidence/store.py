@@ -12,7 +12,7 @@ from typing import Any
 
 from . import paths, validation, versions
 from .engines.python_engine import PythonEngine
-from .errors import EngineUnavailableError, ScorerError, StoreError, ValidationError
+from .errors import EngineFallbackWarning, EngineUnavailableError, ScorerError, StoreError, ValidationError
 from .limits import DEFAULT_LIMITS, Limits
 from .paths import StorePath
 from .records import QueryResult, Record, Retrieval, Verification, Version, VersionLookup
@@ -45,13 +45,38 @@ def native_available() -> bool:
     return True
 
 
+def fallback_reason() -> str | None:
+    """Why engine="auto" runs the Python engine here, or None when it runs the native one."""
+    try:
+        _native_engine_class()
+    except EngineUnavailableError as exc:
+        return f"engine='auto' runs the Python engine (same results, slower): {exc}"
+    return None
+
+
+_fallback_warned = False
+
+
+def _warn_fallback_once(reason: str) -> None:
+    """Said once per process (an EngineFallbackWarning), not on every store opened."""
+    global _fallback_warned
+    if not _fallback_warned:
+        _fallback_warned = True
+        warnings.warn(reason, EngineFallbackWarning, stacklevel=4)
+
+
 def _open_engine(path: StorePath, engine: str, read_only: bool) -> Any:
     if not isinstance(engine, str) or engine not in ENGINES:
         raise ValidationError("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}")
-    if engine == "python" or (engine == "auto" and not native_available()):
-        engine_class: Any = PythonEngine
-    else:
+    engine_class: Any = PythonEngine
+    if engine == "native":
         engine_class = _native_engine_class()
+    elif engine == "auto":
+        reason = fallback_reason()
+        if reason is None:
+            engine_class = _native_engine_class()
+        else:
+            _warn_fallback_once(reason)
     # The path rule (pyevidence/paths.py) is checked after the engine is known to exist.
     return engine_class(paths.database(path, read_only=read_only), read_only=read_only)
 
@@ -63,8 +88,8 @@ class EvidenceStore:
     intact otherwise) or ``":memory:"``: a plain file name (str, bytes or
     os.PathLike), never empty, never a ``file:`` URI, and if it exists a regular
     file (pyevidence/paths.py). ``engine`` is ``"python"``, ``"native"`` or
-    ``"auto"`` (native when built, else python); ``store.engine`` tells which one
-    runs. ``limits`` caps the size of texts it accepts (see Limits). With
+    ``"auto"`` (native when built, else python with an EngineFallbackWarning, once
+    per process); ``store.engine`` tells which one runs. ``limits`` caps the size of texts it accepts (see Limits). With
     ``read_only=True`` an existing store is opened as it is: retrieve, query and
     backup work, put, put_many and forget raise StoreError. With an ``embedder``
     every put also stores the body's vector, for VectorScorer. A store may

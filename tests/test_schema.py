@@ -89,7 +89,7 @@ def test_strict_table_refuses_wrong_types(raw: sqlite3.Connection, overrides: di
 
 def test_schema_has_version_and_reads_eligible_rows_in_one_range(raw: sqlite3.Connection) -> None:
     assert raw.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,)
-    plan = raw.execute("EXPLAIN QUERY PLAN " + schema.ELIGIBLE_SQL, ("t", "v", 0)).fetchall()
+    plan = raw.execute("EXPLAIN QUERY PLAN " + schema.ELIGIBLE_SQL, {"1": "t", "2": "v", "3": 0}).fetchall()
     detail = " ".join(row[-1] for row in plan)
     assert "SEARCH evidence USING PRIMARY KEY (tenant=? AND revision=? AND expires_at>?)" in detail
 

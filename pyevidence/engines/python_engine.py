@@ -56,7 +56,7 @@ class PythonEngine:
     def put(self, record: Record, vector: Vector | None = None) -> None:
         if vector is None:
             with _sqlite_errors("put", writing=True):
-                self._conn.execute(schema.PUT_SQL, astuple(record))
+                self._conn.execute(schema.PUT_SQL, _numbered(astuple(record)))
             return
         self.put_many([record], [vector])
 
@@ -66,10 +66,10 @@ class PythonEngine:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 if vectors is None:
-                    self._conn.executemany(schema.PUT_SQL, map(astuple, records))
+                    self._conn.executemany(schema.PUT_SQL, (_numbered(astuple(r)) for r in records))
                 else:
                     for record, vector in zip(records, vectors, strict=True):
-                        self._conn.execute(schema.PUT_SQL, astuple(record))
+                        self._conn.execute(schema.PUT_SQL, _numbered(astuple(record)))
                         if vector is not None:
                             self._conn.execute(schema.VECTOR_PUT_SQL, _vector_params(record, vector))
             except BaseException:
@@ -89,13 +89,13 @@ class PythonEngine:
 
     def forget(self, tenant: str, record_id: str) -> bool:
         with _sqlite_errors("forget", writing=True):
-            cursor = self._conn.execute(schema.FORGET_SQL, (tenant, record_id))
+            cursor = self._conn.execute(schema.FORGET_SQL, _numbered((tenant, record_id)))
         return cursor.rowcount > 0
 
     def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Runs one read statement of pyevidence's own (pyevidence/versions.py)."""
         with _sqlite_errors("reading the history"):
-            return [tuple(row) for row in self._conn.execute(sql, params).fetchall()]
+            return [tuple(row) for row in self._conn.execute(sql, _numbered(params)).fetchall()]
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -110,7 +110,7 @@ class PythonEngine:
 
     def candidates(self, tenant: str, revision: str, now: int) -> list[Candidate]:
         with _sqlite_errors("retrieve"):
-            rows = self._conn.execute(schema.ELIGIBLE_SQL, (tenant, revision, now)).fetchall()
+            rows = self._conn.execute(schema.ELIGIBLE_SQL, _numbered((tenant, revision, now))).fetchall()
         return [Candidate(*row) for row in rows]
 
     def vector_candidates(
@@ -121,7 +121,7 @@ class PythonEngine:
         after the store's lock is released: it touches no connection."""
         with _sqlite_errors("retrieve"):
             rows = self._conn.execute(
-                schema.VECTOR_ROWS_SQL, (tenant, revision, now, query.model, query.dims)
+                schema.VECTOR_ROWS_SQL, _numbered((tenant, revision, now, query.model, query.dims))
             ).fetchall()
 
         def distances() -> list[Scored]:
@@ -191,8 +191,14 @@ def _statements(sql: str) -> list[str]:
     return statements
 
 
-def _vector_params(record: Record, vector: Vector) -> tuple[str, str, str, int, bytes]:
-    return (record.tenant, record.record_id, vector.model, vector.dims, vector.blob)
+def _numbered(params: Sequence[Any]) -> dict[str, Any]:
+    """Arguments for pyevidence's SQL, whose placeholders are numbered (?1, ?2...) so
+    that C binds them by index: by number, as sqlite3 wants them since Python 3.12."""
+    return {str(number): value for number, value in enumerate(params, 1)}
+
+
+def _vector_params(record: Record, vector: Vector) -> dict[str, Any]:
+    return _numbered((record.tenant, record.record_id, vector.model, vector.dims, vector.blob))
 
 
 def _only_comments(sql: str) -> bool:
