@@ -54,7 +54,7 @@ demo: $(VENV)/.installed
 test: lint test-c test-asan test-valgrind test-leaks fuzz-quick test-py
 
 test-py: $(VENV)/.installed-dev
-	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) $(PY) -m pytest -q
+	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) PYEVIDENCE_REQUIRE_MCP=1 $(PY) -m pytest -q
 
 ## test-leaks: the native engine under valgrind, driven from Python (tests/valgrind_leaks.py)
 test-leaks: $(VENV)/.installed-dev

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import demo, doctor, jsonout
+from . import demo, doctor, jsonout, mcp_server
 from .errors import EvidenceError, ValidationError
 from .records import KINDS
 from .store import ENGINES, EvidenceStore
@@ -93,6 +93,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = command("verify", "recompute a tenant's hash chain; exit 1 and name the first break if broken")
     p.add_argument("--tenant", required=True)
+
+    mcp_server.add_arguments(command("mcp", mcp_server.DESCRIPTION))
     return parser
 
 
@@ -182,6 +184,8 @@ def _run(args: argparse.Namespace) -> Any:
         with EvidenceStore(_existing(args.db), engine=args.engine) as store:
             deleted = store.forget(tenant=args.tenant, record_id=args.record_id)
         return {"forget": {"tenant": args.tenant, "record_id": args.record_id, "deleted": deleted}}
+    if args.command == "mcp":
+        return mcp_server.main(args)  # stdout carries the protocol only: nothing is printed after it
     if args.command in ("history", "get-version", "verify"):
         with EvidenceStore(_existing(args.db), engine=args.engine, read_only=True) as store:
             if args.command == "history":
@@ -209,7 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (EvidenceError, OSError, UnicodeDecodeError) as exc:
         print(f"pyevidence: error: {exc}", file=sys.stderr)
         return EXIT_STORE
-    sys.stdout.write(jsonout.dumps(output))
+    if output is not None:
+        sys.stdout.write(jsonout.dumps(output))
     if args.command == "verify" and not output["ok"]:
         return EXIT_STORE  # a broken chain is the store's problem, reported on stdout as JSON
     return EXIT_OK
