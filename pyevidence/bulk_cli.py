@@ -159,7 +159,8 @@ def run_export(args: argparse.Namespace) -> None:
         else:
             with open(args.out, "x", encoding="utf-8", newline="\n") as out:
                 report = bulk.export_jsonl(store, out, tenant=args.tenant, history=args.history)
-    summary = f"pyevidence: exported {report.written:,} {'versions' if args.history else 'records'}"
+    noun = "version" if args.history else "record"
+    summary = f"pyevidence: exported {report.written:,} {noun}{'' if report.written == 1 else 's'}"
     if report.left_out:
         summary += (
             f"; left out {report.left_out:,} forgotten versions (no content left): chain hashes from "
