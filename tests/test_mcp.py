@@ -7,6 +7,7 @@ it, and then a missing extra fails the run instead).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import subprocess
 import sys
@@ -18,8 +19,10 @@ from typing import Any
 
 import pytest
 from conftest import mcp_installed
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pyevidence import EvidenceStore, tool
+from pyevidence import EvidenceStore, ValidationError, bulk, native_available, tool
 
 if not mcp_installed():
     pytest.skip("the mcp extra is not installed (pip install -e '.[mcp]')", allow_module_level=True)
@@ -407,3 +410,98 @@ def test_the_server_process_exits_cleanly_when_stdin_closes_mid_call(tmp_path: P
     assert server.returncode == 0 and b"Traceback" not in stderr, stderr.decode()
     with EvidenceStore(db, engine="native") as store:
         assert store.verify(tenant="team-a").ok
+
+
+def test_without_the_mcp_extra_the_command_says_how_to_get_it(tmp_path: Path) -> None:
+    db = tmp_path / "e.db"
+    populate(db, "python")
+    hide_mcp = "import sys; sys.modules['mcp'] = None; from pyevidence.cli import main; sys.exit(main())"
+    args = ["mcp", "--db", str(db), "--tenant", "team-a", "--revision", "v1"]
+    done = subprocess.run(
+        [sys.executable, "-c", hide_mcp, *args], capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert (
+        done.stderr == "pyevidence: error: pyevidence mcp needs the MCP SDK: pip install 'pyevidence[mcp]'\n"
+    )
+
+
+ARGUMENT_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**64), max_value=2**64),
+    st.floats(allow_nan=False),
+    st.text(max_size=4),
+    st.sampled_from(["queue", "runbook", "incident", " ", "1-" + "0" * 64]),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+)
+
+
+@pytest.mark.parametrize("engine_name", ["python", "native"])
+def test_what_a_tool_accepts_its_published_schema_accepts(engine_name: str, tmp_path: Path) -> None:
+    """The schemas a host shows the model and run_tool's own checks are two statements of one
+    rule: run_tool may be stricter (whitespace-only text, the store's limits), never looser.
+    A refused call changes nothing."""
+    import jsonschema
+
+    if engine_name == "native" and not native_available():
+        pytest.skip("native engine not built in this installation")
+    db = tmp_path / "e.db"
+    populate(db, engine_name)
+    specs = (*tool.READ_TOOLS, *tool.WRITE_TOOLS)
+    with EvidenceStore(db, engine=engine_name) as store:
+        scoped = store.scoped(tenant="team-a")
+
+        versions = [v.version for v in scoped.history(record_id="queue")] + ["1-" + "0" * 64]
+        valid = {
+            "query": st.sampled_from(["queue lag", "disk", "restart"]),
+            "limit": st.integers(min_value=1, max_value=10),
+            "record_id": st.sampled_from(["queue", "queue-v2", "old", "new"]),
+            "version": st.sampled_from(versions),
+            "kind": st.sampled_from(["working", "incident", "runbook"]),
+            "body": st.text(min_size=1, max_size=6),
+            "source": st.text(min_size=1, max_size=6),
+            "expires_at": st.integers(min_value=0, max_value=2**63 - 1),
+        }
+        accepted = []
+
+        @settings(max_examples=300)
+        @given(spec=st.sampled_from(specs), data=st.data())
+        def check(spec: dict[str, Any], data: st.DataObject) -> None:
+            schema = spec["input_schema"]
+            mostly_valid = {name: mostly(valid[name]) for name in schema["properties"]}
+            required = {name: mostly_valid[name] for name in schema["required"]}
+            optional = {name: mostly_valid[name] for name in schema["properties"] if name not in required}
+            arguments = data.draw(st.fixed_dictionaries(required, optional=optional))
+            if arguments and data.draw(st.integers(0, 9)) == 0:
+                del arguments[data.draw(st.sampled_from(sorted(arguments)))]
+            arguments |= data.draw(
+                st.dictionaries(
+                    st.sampled_from(["tenant", "revision", "now", "x"]), ARGUMENT_VALUES, max_size=1
+                )
+                | st.just({})
+            )
+            before = export(store)
+            try:
+                tool.run_tool(spec["name"], scoped, arguments, revision="v1", now=0, allow_writes=True)
+            except ValidationError:
+                assert export(store) == before
+                return
+            accepted.append(spec["name"])
+            jsonschema.validate(arguments, spec["input_schema"], cls=jsonschema.Draft202012Validator)
+
+        check()
+    assert len(set(accepted)) == len(specs), "every tool accepted some calls: the property was exercised"
+
+
+def mostly(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """``strategy`` nine times in ten, any JSON-ish value otherwise."""
+    return st.integers(0, 9).flatmap(lambda pick: strategy if pick else ARGUMENT_VALUES)
+
+
+def export(store: EvidenceStore) -> str:
+    out = io.StringIO()
+    for tenant in ("team-a", "team-b"):
+        bulk.export_jsonl(store, out, tenant=tenant, history=True)
+    return out.getvalue()
