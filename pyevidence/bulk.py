@@ -323,7 +323,7 @@ _WHOLE_NUMBER = re.compile(r"-?[0-9]+")
 
 
 def _csv_rows(handle: IO[bytes]) -> Iterator[Row]:
-    text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
+    text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")  # spreadsheets write a BOM
     try:
         reader = csv.reader(text, strict=True)
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -103,8 +104,13 @@ class ProgressBar:
 
 def run_import(args: argparse.Namespace) -> dict[str, Any]:
     bar = ProgressBar(sys.stderr) if sys.stderr.isatty() else None
+    # A dry run writes nothing, not even a new database: it checks against an empty store then.
+    if args.dry_run and not os.path.exists(args.db):
+        opened = EvidenceStore(":memory:", engine=args.engine)
+    else:
+        opened = EvidenceStore(args.db, engine=args.engine, read_only=args.dry_run)
     try:
-        with EvidenceStore(args.db, engine=args.engine) as store:
+        with opened as store:
             if args.from_dir is not None:
                 report = _import_dir(store, args, bar)
             else:

@@ -364,3 +364,32 @@ def test_cli_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     text = drawn.decode()
     assert "checking 2,000 records" in text and "/s" in text and "100% ETA 0s" in text
     assert "writing in one transaction 2,000 records" in text and text.endswith("\r\n")
+
+
+def test_cli_dry_run_creates_no_database_and_opens_an_existing_one_read_only(tmp_path: Path) -> None:
+    source = tmp_path / "r.jsonl"
+    source.write_text(json.dumps(record()) + "\n", encoding="utf-8")
+    db = tmp_path / "new.db"
+    done = cli("import", "--db", str(db), "--dry-run", str(source))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout)["import"] == {"dry_run": True, "read": 1, "unchanged": 0, "written": 0}
+    assert not db.exists()
+    docs = tmp_path / "docs"
+    write_docs(docs)
+    base = ["--tenant", "team-a", "--from-dir", str(docs), "--kind", "runbook", "--revision", "v1"]
+    done = cli("import", "--db", str(db), *base, "--expires-at", "9", "--dry-run")
+    assert json.loads(done.stdout)["import"]["read"] == 3 and not db.exists()
+    assert cli("import", "--db", str(db), *base, "--expires-at", "9").returncode == 0
+    before = digest(db)
+    done = cli("import", "--db", str(db), *base, "--expires-at", "10", "--dry-run")
+    assert json.loads(done.stdout)["import"] == {"dry_run": True, "read": 3, "unchanged": 0, "written": 0}
+    assert digest(db) == before
+
+
+def test_a_csv_file_may_start_with_a_byte_order_mark(open_store: Any, tmp_path: Path) -> None:
+    store = open_store()
+    path = tmp_path / "excel.csv"
+    path.write_bytes(
+        b"\xef\xbb\xbftenant,record_id,revision,kind,body,source,expires_at\r\nteam-a,r1,v1,runbook,b,s,5\r\n"
+    )
+    assert bulk.import_file(store, path).written == 1
