@@ -166,7 +166,10 @@ def serve(binding: Binding) -> None:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
-    anyio.run(run)
+    try:
+        anyio.run(run)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C in a terminal ends the server, as closing its input does
 
 
 def main(args: argparse.Namespace) -> None:
