@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -174,9 +173,9 @@ def serve(binding: Binding) -> None:
 
 def main(args: argparse.Namespace) -> None:
     """The `pyevidence mcp` command: open the store (read-only unless --allow-writes) and serve."""
-    if not os.path.exists(args.db):
-        raise FileNotFoundError(f"no database at {args.db}; create one with 'pyevidence put' or 'import'")
-    with EvidenceStore(args.db, engine=args.engine, read_only=not args.allow_writes) as store:
+    from .cli import _existing  # a mistyped path must not become an empty store that finds nothing
+
+    with EvidenceStore(_existing(args.db), engine=args.engine, read_only=not args.allow_writes) as store:
         binding = Binding(
             store,
             tenant=args.tenant,
