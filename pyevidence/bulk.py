@@ -39,6 +39,7 @@ from typing import IO, Any
 
 from . import validation, versions
 from .errors import StoreError, ValidationError
+from .limits import DEFAULT_LIMITS, Limits
 from .records import Record, Version
 from .store import EvidenceStore
 
@@ -123,6 +124,17 @@ class ExportReport:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Checked:
+    """Records read and checked, not yet written (check_file, check_dir; then write).
+    ``wheres[i]`` says where ``records[i]`` came from ("line 4", or a file's path);
+    ``from_dir``: they are documents, and write skips the unchanged ones."""
+
+    records: list[Record]
+    wheres: list[str]
+    from_dir: bool = False
+
+
 def import_file(
     store: EvidenceStore,
     source: str | os.PathLike[str] | IO[bytes],
@@ -140,27 +152,8 @@ def import_file(
     ``tenant`` is bad. Raises ImportRefused listing every bad record, with nothing
     written; with ``dry_run`` checks everything and writes nothing.
     """
-    if source == "-":
-        name = "stdin"
-    elif isinstance(source, (str, os.PathLike)):
-        name = os.fsdecode(source)
-    else:
-        name = str(getattr(source, "name", "input"))
-    chosen = _format_of(name, format)
-    if batch_size is not None:
-        validation.integer("batch_size", batch_size, minimum=1, maximum=2**31)
-    if tenant is not None:
-        tenant = validation.tenant(tenant, store._limits)  # the store's own limits, as put applies
-    with _opened(source) as handle:
-        size = _size_of(handle)
-        rows = _jsonl_rows(handle) if chosen == "jsonl" else _csv_rows(handle)
-        records, wheres, problems = _checked(store, rows, tenant, handle, size, progress)
-    if problems:
-        raise ImportRefused(name, problems)
-    if dry_run:
-        return ImportReport(read=len(records), written=0, unchanged=0, dry_run=True)
-    written = _write(store, records, batch_size, progress, wheres)
-    return ImportReport(read=len(records), written=written, unchanged=0, dry_run=False)
+    checked = check_file(source, tenant=tenant, format=format, limits=store._limits, progress=progress)
+    return write(store, checked, dry_run=dry_run, batch_size=batch_size, progress=progress)
 
 
 def import_dir(
@@ -182,12 +175,61 @@ def import_dir(
     record's current version already holds exactly these fields is skipped: importing
     an unchanged directory again stores nothing.
     """
+    checked = check_dir(
+        directory,
+        tenant=tenant,
+        kind=kind,
+        revision=revision,
+        expires_at=expires_at,
+        limits=store._limits,
+        progress=progress,
+    )
+    return write(store, checked, dry_run=dry_run, progress=progress)
+
+
+def check_file(
+    source: str | os.PathLike[str] | IO[bytes],
+    *,
+    tenant: str | None = None,
+    format: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    progress: Progress | None = None,
+) -> Checked:
+    """Read and check every record of a file, as import_file does, without a store."""
+    if source == "-":
+        name = "stdin"
+    elif isinstance(source, (str, os.PathLike)):
+        name = os.fsdecode(source)
+    else:
+        name = str(getattr(source, "name", "input"))
+    chosen = _format_of(name, format)
+    if tenant is not None:
+        tenant = validation.tenant(tenant, limits)
+    with _opened(source) as handle:
+        size = _size_of(handle)
+        rows = _jsonl_rows(handle) if chosen == "jsonl" else _csv_rows(handle)
+        records, wheres, problems = _checked(limits, rows, tenant, handle, size, progress)
+    if problems:
+        raise ImportRefused(name, problems)
+    return Checked(records, wheres)
+
+
+def check_dir(
+    directory: str | os.PathLike[str],
+    *,
+    tenant: str,
+    kind: str,
+    revision: str,
+    expires_at: int,
+    limits: Limits = DEFAULT_LIMITS,
+    progress: Progress | None = None,
+) -> Checked:
+    """Read and check every document of a folder, as import_dir does, without a store."""
     root = Path(directory)
     if not root.is_dir():
         raise ValidationError("directory", f"{root} is not a directory")
     files = _documents(root)
-    candidates = []
-    problems = []
+    records, wheres, problems = [], [], []
     for number, path in enumerate(files, start=1):
         relative = path.relative_to(root).as_posix()
         try:
@@ -205,19 +247,37 @@ def import_dir(
             expires_at=expires_at,
         )
         try:
-            candidates.append(validation.record(**fields, limits=store._limits))
+            records.append(validation.record(**fields, limits=limits))
+            wheres.append(relative)
         except ValidationError as exc:
             problems.append(Problem(relative, exc.field, exc.reason))
         if progress is not None:
             progress(CHECKING, number, number / len(files))
     if problems:
         raise ImportRefused(str(root), problems)
-    changed = [record for record in candidates if not _is_current(store, record)]
-    unchanged = len(candidates) - len(changed)
-    if dry_run:
-        return ImportReport(read=len(candidates), written=0, unchanged=unchanged, dry_run=True)
-    written = _write(store, changed, None, progress)
-    return ImportReport(read=len(candidates), written=written, unchanged=unchanged, dry_run=False)
+    return Checked(records, wheres, from_dir=True)
+
+
+def write(
+    store: EvidenceStore,
+    checked: Checked,
+    *,
+    dry_run: bool = False,
+    batch_size: int | None = None,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Write checked records with put_many: in one transaction, or ``batch_size`` at a
+    time (see ImportInterrupted). Documents whose record already holds them are
+    skipped. With ``dry_run`` nothing is written (the report says what would be)."""
+    if batch_size is not None:
+        validation.integer("batch_size", batch_size, minimum=1, maximum=2**31)
+    records, wheres = checked.records, checked.wheres
+    if checked.from_dir:
+        keep = [i for i, record in enumerate(records) if not _is_current(store, record)]
+        records, wheres = [records[i] for i in keep], [wheres[i] for i in keep]
+    unchanged = len(checked.records) - len(records)
+    written = 0 if dry_run else _write(store, records, batch_size, progress, wheres)
+    return ImportReport(read=len(checked.records), written=written, unchanged=unchanged, dry_run=dry_run)
 
 
 def export_jsonl(store: EvidenceStore, out: IO[str], *, tenant: str, history: bool = False) -> ExportReport:
@@ -370,7 +430,7 @@ def _csv_rows(handle: IO[bytes]) -> Iterator[Row]:
 
 
 def _checked(
-    store: EvidenceStore,
+    limits: Limits,
     rows: Iterator[Row],
     tenant: str | None,
     handle: IO[bytes],
@@ -385,7 +445,7 @@ def _checked(
         if isinstance(fields, Problem):
             problems.append(fields)
         else:
-            found = _record(store, where, fields, tenant)
+            found = _record(limits, where, fields, tenant)
             if isinstance(found, Problem):
                 problems.append(found)
             else:
@@ -408,7 +468,7 @@ def _fraction(handle: IO[bytes], size: int | None) -> float | None:
         return None
 
 
-def _record(store: EvidenceStore, where: str, fields: dict[str, Any], tenant: str | None) -> Record | Problem:
+def _record(limits: Limits, where: str, fields: dict[str, Any], tenant: str | None) -> Record | Problem:
     unknown = sorted(str(key) for key in fields if key not in COLUMNS)
     if unknown:
         return Problem(where, unknown[0], f"is not a record field; the fields are {', '.join(COLUMNS)}")
@@ -421,7 +481,7 @@ def _record(store: EvidenceStore, where: str, fields: dict[str, Any], tenant: st
         hint = " (or give the import a tenant)" if missing == ["tenant"] else ""
         return Problem(where, missing[0], f"is required{hint}")
     try:
-        return validation.record(**fields, limits=store._limits)
+        return validation.record(**fields, limits=limits)
     except ValidationError as exc:
         return Problem(where, exc.field, exc.reason)
 

@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any, TextIO
 
-from . import bulk
+from . import bulk, validation
 from .errors import ValidationError
 from .records import KINDS
 from .store import EvidenceStore
@@ -104,39 +104,34 @@ class ProgressBar:
 
 def run_import(args: argparse.Namespace) -> dict[str, Any]:
     bar = ProgressBar(sys.stderr) if sys.stderr.isatty() else None
-    # A dry run writes nothing, not even a new database: it checks against an empty store then.
-    if args.dry_run and not os.path.exists(args.db):
-        opened = EvidenceStore(":memory:", engine=args.engine)
-    else:
-        opened = EvidenceStore(args.db, engine=args.engine, read_only=args.dry_run)
     try:
+        checked = _checked(args, bar)  # all of the input, before any database is opened or created
+        # A dry run writes nothing, not even a new database: it checks against an empty store then.
+        if args.dry_run and not os.path.exists(args.db):
+            opened = EvidenceStore(":memory:", engine=args.engine)
+        else:
+            opened = EvidenceStore(args.db, engine=args.engine, read_only=args.dry_run)
         with opened as store:
-            if args.from_dir is not None:
-                report = _import_dir(store, args, bar)
-            else:
-                if args.file is None:
-                    raise ValidationError(
-                        "FILE", "name a .jsonl or .csv file, - for stdin, or use --from-dir"
-                    )
-                for flag in ("kind", "revision", "expires_at"):
-                    if getattr(args, flag) is not None:
-                        raise ValidationError(flag, "is for --from-dir; a file's records carry their own")
-                report = bulk.import_file(
-                    store,
-                    args.file,
-                    tenant=args.tenant,
-                    format=args.format or ("jsonl" if args.file == "-" else None),
-                    dry_run=args.dry_run,
-                    batch_size=args.batch_size,
-                    progress=bar,
-                )
+            report = bulk.write(
+                store, checked, dry_run=args.dry_run, batch_size=args.batch_size, progress=bar
+            )
     finally:
         if bar is not None:
             bar.close()
     return {"import": report.to_dict()}
 
 
-def _import_dir(store: EvidenceStore, args: argparse.Namespace, bar: ProgressBar | None) -> bulk.ImportReport:
+def _checked(args: argparse.Namespace, bar: ProgressBar | None) -> bulk.Checked:
+    if args.batch_size is not None:
+        validation.integer("batch_size", args.batch_size, minimum=1, maximum=2**31)
+    if args.from_dir is None:
+        if args.file is None:
+            raise ValidationError("FILE", "name a .jsonl or .csv file, - for stdin, or use --from-dir")
+        for flag in ("kind", "revision", "expires_at"):
+            if getattr(args, flag) is not None:
+                raise ValidationError(flag, "is for --from-dir; a file's records carry their own")
+        chosen = args.format or ("jsonl" if args.file == "-" else None)
+        return bulk.check_file(args.file, tenant=args.tenant, format=chosen, progress=bar)
     if args.file is not None:
         raise ValidationError("FILE", "give a file or --from-dir, not both")
     for flag in ("tenant", "kind", "revision", "expires_at"):
@@ -144,14 +139,12 @@ def _import_dir(store: EvidenceStore, args: argparse.Namespace, bar: ProgressBar
             raise ValidationError(flag, f"is required with --from-dir (--{flag.replace('_', '-')})")
     if args.batch_size is not None:
         raise ValidationError("batch_size", "a folder is imported in one transaction; leave --batch-size out")
-    return bulk.import_dir(
-        store,
+    return bulk.check_dir(
         args.from_dir,
         tenant=args.tenant,
         kind=args.kind,
         revision=args.revision,
         expires_at=args.expires_at,
-        dry_run=args.dry_run,
         progress=bar,
     )
 

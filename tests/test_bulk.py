@@ -393,3 +393,19 @@ def test_a_csv_file_may_start_with_a_byte_order_mark(open_store: Any, tmp_path: 
         b"\xef\xbb\xbftenant,record_id,revision,kind,body,source,expires_at\r\nteam-a,r1,v1,runbook,b,s,5\r\n"
     )
     assert bulk.import_file(store, path).written == 1
+
+
+def test_cli_a_refused_import_creates_no_database(tmp_path: Path) -> None:
+    db = tmp_path / "new.db"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(BAD_JSONL, encoding="utf-8")
+    for args, message in [
+        ([str(bad), "--tenant", "team-a"], "7 bad records, nothing was written"),
+        ([str(tmp_path / "absent.jsonl")], "No such file or directory"),
+        ([], "FILE: name a .jsonl or .csv file, - for stdin, or use --from-dir"),
+        ([str(bad), "--batch-size", "0"], "batch_size: must be between 1 and"),
+        (["--from-dir", str(tmp_path / "absent")], "tenant: is required with --from-dir"),
+    ]:
+        done = cli("import", "--db", str(db), *args)
+        assert done.returncode in (1, 2) and message in done.stderr, (args, done.stderr)
+        assert not db.exists(), args
