@@ -13,7 +13,9 @@ as it was. The checked records are then written with put_many: in one transactio
 by default (the whole file or nothing), or in transactions of ``batch_size``
 records, for files too big for one; then a failure while writing (disk full, a
 lock held too long) leaves the batches before it written, and the error says how
-many records that was.
+many records that was. import_file and import_dir are check_file / check_dir (no
+store needed) followed by write; the CLI calls the two in turn, so a refused import
+never creates a database.
 
 An export line is a record in put()'s fields with sorted keys. The plain export
 has each current record, by record_id; with ``history`` every stored version, in
@@ -283,7 +285,7 @@ def write(
 def export_jsonl(store: EvidenceStore, out: IO[str], *, tenant: str, history: bool = False) -> ExportReport:
     """Write ``tenant``'s current records (by record_id) or, with ``history``, every
     stored version (in the order written) to ``out`` as JSONL, from one snapshot.
-    Vectors are not exported; a VectorScorer's store recomputes them on import."""
+    Vectors are not exported; a store opened with an embedder computes them again on import."""
     tenant = validation.tenant(tenant, store._limits)
     with store._engine_locked() as engine, engine.snapshot():
         if history:
