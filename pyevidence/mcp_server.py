@@ -94,7 +94,10 @@ def render(name: str, result: dict[str, Any]) -> str:
     """The short text rendering beside the structured content, for hosts that show only text."""
     if name == "retrieve_evidence":
         if not result["hits"]:
-            return f"{result['note']} ({result['eligible_count']} records in scope matched no word.)"
+            count = result["eligible_count"]
+            return (
+                f"{result['note']} ({count or 'No'} record(s) in scope; none shares a word with the query.)"
+            )
         lines = [f"{len(result['hits'])} hit(s) of {result['eligible_count']} records in scope:"]
         for hit in result["hits"]:
             body = (
@@ -120,7 +123,7 @@ def serve(binding: Binding) -> None:
         from mcp.server import Server
         from mcp.server.stdio import stdio_server
     except ImportError:
-        raise EvidenceError("pyevidence mcp needs the MCP SDK: pip install 'pyevidence[mcp]'") from None
+        raise EvidenceError("pyevidence mcp needs the MCP SDK 2.x: pip install 'pyevidence[mcp]'") from None
     from importlib.metadata import version
 
     async def list_tools(
