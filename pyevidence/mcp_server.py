@@ -95,9 +95,12 @@ def render(name: str, result: dict[str, Any]) -> str:
     if name == "retrieve_evidence":
         if not result["hits"]:
             count = result["eligible_count"]
-            return (
-                f"{result['note']} ({count or 'No'} record(s) in scope; none shares a word with the query.)"
+            why = (
+                f"{count} record(s) in scope, none sharing a word with the query"
+                if count
+                else "nothing in scope"
             )
+            return f"{result['note']} ({why}.)"
         lines = [f"{len(result['hits'])} hit(s) of {result['eligible_count']} records in scope:"]
         for hit in result["hits"]:
             body = (
