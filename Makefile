@@ -72,7 +72,7 @@ demo: deps-build $(VENV)/.installed
 test: deps lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-py $(OTHER_PYTHONS:%=test-py-%)
 
 test-py: $(VENV)/.installed-dev
-	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) $(PY) -m pytest -q
+	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) PYEVIDENCE_REQUIRE_MCP=1 $(PY) -m pytest -q
 
 ## test-node: the loadable extension in Node's better-sqlite3, which binds every JavaScript
 ## number as a real: it writes and ranks there with plain numbers, and EvidenceStore reads the

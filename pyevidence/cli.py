@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import demo, doctor, jsonout, paths
+from . import bulk_cli, demo, doctor, jsonout, mcp_server, paths
 from .errors import EvidenceError, SchemaError, ValidationError
 from .records import KINDS
 from .store import ENGINES, EvidenceStore
@@ -93,6 +93,10 @@ def _parser() -> argparse.ArgumentParser:
 
     p = command("verify", "recompute a tenant's hash chain; exit 1 and name the first break if broken")
     p.add_argument("--tenant", required=True)
+
+    mcp_server.add_arguments(command("mcp", mcp_server.DESCRIPTION))
+    bulk_cli.add_import_arguments(command("import", bulk_cli.IMPORT_DESCRIPTION))
+    bulk_cli.add_export_arguments(command("export", bulk_cli.EXPORT_DESCRIPTION))
     return parser
 
 
@@ -198,6 +202,12 @@ def _run(args: argparse.Namespace) -> Any:
         with EvidenceStore(_existing(args.db), engine=args.engine) as store:
             deleted = store.forget(tenant=args.tenant, record_id=args.record_id)
         return {"forget": {"tenant": args.tenant, "record_id": args.record_id, "deleted": deleted}}
+    if args.command == "mcp":
+        return mcp_server.main(args)  # stdout carries the protocol only: nothing is printed after it
+    if args.command == "import":
+        return bulk_cli.run_import(args)
+    if args.command == "export":
+        return bulk_cli.run_export(args)  # the JSONL went to stdout or --out; a summary to stderr
     if args.command in ("history", "get-version", "verify"):
         with EvidenceStore(_existing(args.db), engine=args.engine, read_only=True) as store:
             if args.command == "history":
@@ -225,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (EvidenceError, OSError, UnicodeError) as exc:
         print(f"pyevidence: error: {exc}", file=sys.stderr)
         return EXIT_STORE
+    if output is None:
+        return EXIT_OK
     try:
         text = jsonout.dumps(output)
     except ValueError as exc:  # an infinite float from SQL: nothing is printed on stdout

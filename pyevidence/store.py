@@ -89,13 +89,14 @@ class EvidenceStore:
     os.PathLike), never empty, never a ``file:`` URI, and if it exists a regular
     file (pyevidence/paths.py). ``engine`` is ``"python"``, ``"native"`` or
     ``"auto"`` (native when built, else python with an EngineFallbackWarning, once
-    per process); ``store.engine`` tells which one runs. ``limits`` caps the size of texts it accepts (see Limits). With
-    ``read_only=True`` an existing store is opened as it is: retrieve, query and
-    backup work, put, put_many and forget raise StoreError. With an ``embedder``
-    every put also stores the body's vector, for VectorScorer. A store may
-    be shared between threads: calls on one store are serialised by a lock. Use
-    it as a context manager or call ``close()``; a store collected unclosed
-    closes its connection then, with a ResourceWarning, as sqlite3 does.
+    per process); ``store.engine`` tells which one runs. ``limits`` caps the size
+    of texts it accepts (see Limits). With ``read_only=True`` an existing store is
+    opened as it is: retrieve, query and backup work, put, put_many and forget raise
+    StoreError. With an ``embedder`` every put also stores the body's vector, for
+    VectorScorer. A store may be shared between threads: calls on one store are
+    serialised by a lock. Use it as a context manager or call ``close()``; a store
+    collected unclosed closes its connection then, with a ResourceWarning, as
+    sqlite3 does.
     """
 
     def __init__(
