@@ -15,7 +15,7 @@ STORE_SOURCES := $(EXT_SOURCES) csrc/evidence_store.c
 C_HEADERS    := $(wildcard csrc/*.h)
 C_TESTS      := csrc/test/token_overlap.test.sql csrc/test/evidence_eligible.test.sql csrc/test/evidence_hash.test.sql \
                 csrc/test/evidence_put.test.sql csrc/test/evidence_utf8.test.sql
-BUILD_INPUTS := pyproject.toml setup.py $(wildcard csrc/*.c) $(C_HEADERS) $(wildcard pyevidence/_build_*.py)
+BUILD_INPUTS := pyproject.toml setup.py $(wildcard csrc/*.c) $(C_HEADERS) $(wildcard pyevidence/storage/_build_*.py)
 
 UNAME := $(shell uname -s)
 ifeq ($(UNAME),Darwin)
@@ -158,19 +158,19 @@ build/evidence.$(EXT_SUFFIX): $(EXT_SOURCES) $(C_HEADERS) | build
 
 ## test-c: the SQL test files and the store API test, on the extension compiled into test programs
 test-c: build/run_sql_tests build/test_store build/test_tokens build/test_tokens_portable
-	build/run_sql_tests --init pyevidence/schema.sql $(C_TESTS)
-	build/test_store pyevidence/schema.sql
+	build/run_sql_tests --init pyevidence/storage/schema.sql $(C_TESTS)
+	build/test_store pyevidence/storage/schema.sql
 	build/test_tokens 200000
 	build/test_tokens_portable 200000
 
 test-asan: build/run_sql_tests_asan build/test_store_asan build/test_tokens_asan
-	ASAN_OPTIONS=detect_leaks=1 build/run_sql_tests_asan --init pyevidence/schema.sql $(C_TESTS)
-	ASAN_OPTIONS=detect_leaks=1 build/test_store_asan pyevidence/schema.sql
+	ASAN_OPTIONS=detect_leaks=1 build/run_sql_tests_asan --init pyevidence/storage/schema.sql $(C_TESTS)
+	ASAN_OPTIONS=detect_leaks=1 build/test_store_asan pyevidence/storage/schema.sql
 	ASAN_OPTIONS=detect_leaks=1 build/test_tokens_asan 50000
 
 test-valgrind: build/run_sql_tests build/test_store build/test_tokens
-	$(VALGRIND) build/run_sql_tests --init pyevidence/schema.sql $(C_TESTS)
-	$(VALGRIND) build/test_store pyevidence/schema.sql
+	$(VALGRIND) build/run_sql_tests --init pyevidence/storage/schema.sql $(C_TESTS)
+	$(VALGRIND) build/test_store pyevidence/storage/schema.sql
 	$(VALGRIND) build/test_tokens 5000
 
 build/run_sql_tests: $(EXT_SOURCES) $(C_HEADERS) csrc/test/run_sql_tests.c | build

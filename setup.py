@@ -89,6 +89,6 @@ class build_native(build_ext):
 setup(
     cmdclass={"build_ext": build_native},
     # The native engine: cffi bindings over csrc/evidence_store.c (see the build script).
-    cffi_modules=["pyevidence/_build_native.py:ffibuilder"],
+    cffi_modules=["pyevidence/storage/_build_native.py:ffibuilder"],
     ext_modules=[Extension("pyevidence.evidence", sources=LOADABLE_SOURCES, include_dirs=["csrc"])],
 )

@@ -39,10 +39,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from . import validation, versions
-from .errors import StoreError, ValidationError
-from .limits import DEFAULT_LIMITS, Limits
-from .records import Record, Version
+from .core import validation
+from .core.errors import StoreError, ValidationError
+from .core.limits import DEFAULT_LIMITS, Limits
+from .core.records import Record, Version
+from .storage import versions
 from .store import EvidenceStore
 
 FORMATS = ("jsonl", "csv")

@@ -19,10 +19,11 @@ from collections.abc import Mapping
 from dataclasses import astuple
 from typing import Any
 
-from . import validation, versions
-from .errors import ValidationError
-from .records import KINDS, Version
-from .scoped import ScopedStore
+from .core import validation
+from .core.errors import ValidationError
+from .core.records import KINDS, Version
+from .storage import versions
+from .store import ScopedStore
 
 _RECORD_ID = {"type": "string", "minLength": 1, "description": "the record_id, as returned in a hit"}
 

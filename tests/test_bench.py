@@ -41,7 +41,7 @@ def test_bench_writes_table_json_and_figures(tmp_path: Path) -> None:
 
 
 def test_bench_fails_when_the_engines_disagree(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pyevidence.engines.native_engine import NativeEngine
+    from pyevidence.storage.engines.native_engine import NativeEngine
 
     original = NativeEngine.rank_by_tokens
 

@@ -75,14 +75,14 @@ def session_for(
     if block.page not in sessions:
         directory = factory.mktemp(block.page.stem)
         # Like a checkout after `make ext`: the pages say `.load build/evidence` and
-        # `sqlite3 evidence.db < pyevidence/schema.sql`.
+        # `sqlite3 evidence.db < pyevidence/storage/schema.sql`.
         (directory / "build").mkdir()
-        (directory / "pyevidence").mkdir()
+        (directory / "pyevidence" / "storage").mkdir(parents=True)
         with contextlib.suppress(EngineUnavailableError):
             suffix = "dylib" if sys.platform == "darwin" else "so"
             (directory / "build" / f"evidence.{suffix}").symlink_to(pyevidence.loadable_path())
-        (directory / "pyevidence" / "schema.sql").symlink_to(
-            Path(pyevidence.__file__).with_name("schema.sql")
+        (directory / "pyevidence" / "storage" / "schema.sql").symlink_to(
+            Path(pyevidence.__file__).parent / "storage" / "schema.sql"
         )
         sessions[block.page] = PageSession(directory)
     return sessions[block.page]

@@ -415,7 +415,9 @@ def test_the_server_process_exits_cleanly_when_stdin_closes_mid_call(tmp_path: P
 def test_without_the_mcp_extra_the_command_says_how_to_get_it(tmp_path: Path) -> None:
     db = tmp_path / "e.db"
     populate(db, "python")
-    hide_mcp = "import sys; sys.modules['mcp'] = None; from pyevidence.cli import main; sys.exit(main())"
+    hide_mcp = (
+        "import sys; sys.modules['mcp'] = None; from pyevidence.interfaces.cli import main; sys.exit(main())"
+    )
     args = ["mcp", "--db", str(db), "--tenant", "team-a", "--revision", "v1"]
     done = subprocess.run(
         [sys.executable, "-c", hide_mcp, *args], capture_output=True, text=True, check=False

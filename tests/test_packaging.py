@@ -132,7 +132,7 @@ def test_wheel_carries_every_module_the_engine_and_the_extension(dists: dict[str
     package = [n for n in tracked_files() if n.startswith("pyevidence/")]
     assert "pyevidence/bench/run.py" in package  # a subpackage, which an explicit list once left out
     assert [n for n in package if n not in names] == []
-    assert any(n.startswith("pyevidence/_native.") and n.endswith(".so") for n in names)
+    assert any(n.startswith("pyevidence/storage/_native.") and n.endswith(".so") for n in names)
     assert any(n.startswith("pyevidence/evidence.") and n.endswith(".so") for n in names)
 
 

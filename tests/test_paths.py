@@ -1,4 +1,4 @@
-"""Paths and files: the path rule (pyevidence/paths.py), backup's never-overwrite
+"""Paths and files: the path rule (pyevidence/storage/paths.py), backup's never-overwrite
 contract, the finalizer, and what a failed open or commit says, on both engines."""
 
 from __future__ import annotations

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from helpers import record
 
-from pyevidence import EvidenceStore, SchemaError, schema, sql_functions, validation
-from pyevidence.errors import ValidationError
+from pyevidence import EvidenceStore, SchemaError
+from pyevidence.core import validation
+from pyevidence.core.errors import ValidationError
+from pyevidence.storage import schema, sql_functions
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCHEMA_FILE = Path(schema.__file__).with_name("schema.sql")

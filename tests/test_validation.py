@@ -142,7 +142,7 @@ def test_native_unavailable_message_says_how_to_get_it(monkeypatch: pytest.Monke
 
     import pyevidence.store
 
-    monkeypatch.setitem(sys.modules, "pyevidence.engines.native_engine", None)
+    monkeypatch.setitem(sys.modules, "pyevidence.storage.engines.native_engine", None)
     monkeypatch.setattr(pyevidence.store, "_fallback_warned", False)
     with pytest.raises(EngineUnavailableError, match="libsqlite3-dev"):
         EvidenceStore(":memory:", engine="native")

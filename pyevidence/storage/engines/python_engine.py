@@ -14,12 +14,12 @@ from contextlib import contextmanager
 from dataclasses import astuple
 from typing import Any
 
+from ...core.errors import SchemaError, from_sqlite
+from ...core.records import Candidate, Hit, Record
+from ...core.vectors import Vector, cosine_distance, squared_norm
+from ...ranking.vector_scoring import Scored, python_rank_by_vector
 from .. import schema, sql_functions
-from ..errors import SchemaError, from_sqlite
 from ..paths import DatabasePath, open_failure_hint
-from ..records import Candidate, Hit, Record
-from ..vector_scoring import Scored, python_rank_by_vector
-from ..vectors import Vector, cosine_distance, squared_norm
 
 
 class PythonEngine:
@@ -93,7 +93,7 @@ class PythonEngine:
         return cursor.rowcount > 0
 
     def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Runs one read statement of pyevidence's own (pyevidence/versions.py)."""
+        """Runs one read statement of pyevidence's own (pyevidence/storage/versions.py)."""
         with _sqlite_errors("reading the history"):
             return [tuple(row) for row in self._conn.execute(sql, _numbered(params)).fetchall()]
 

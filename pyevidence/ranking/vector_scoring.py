@@ -19,10 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ValidationError
-from .records import Candidate, Hit, Retrieval
+from ..core.errors import ValidationError
+from ..core.records import Candidate, Hit, Retrieval
+from ..core.vectors import Embedder, Vector
 from .scoring import TokenScorer, hit_from, order
-from .vectors import Embedder, Vector
 
 RRF_K = 60  # the constant of reciprocal-rank fusion (Cormack et al., 2009)
 

@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import bulk_cli, demo, doctor, jsonout, mcp_server, paths
-from .errors import EvidenceError, SchemaError, ValidationError
-from .records import KINDS
-from .store import ENGINES, EvidenceStore
+from ..core import jsonout
+from ..core.errors import EvidenceError, SchemaError, ValidationError
+from ..core.records import KINDS
+from ..storage import paths
+from ..store import ENGINES, EvidenceStore
+from . import bulk_cli, demo, doctor, mcp_server
 
 EXIT_OK, EXIT_STORE, EXIT_INPUT = 0, 1, 2
 DEFAULT_BENCH_SIZES = "1000,10000,100000"
@@ -111,7 +113,7 @@ def _read_body(args: argparse.Namespace) -> str:
 
 def _database(path: str, *, field: str = "--db") -> str:
     """A database file: never ':memory:', an empty name (an unset shell variable) or a
-    file: URI, which would acknowledge writes and keep nothing (pyevidence/paths.py)."""
+    file: URI, which would acknowledge writes and keep nothing (pyevidence/storage/paths.py)."""
     paths.checked_name(path, field=field, allow_memory=False)
     return path
 
@@ -137,7 +139,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def _bench(args: argparse.Namespace) -> Any:
-    from .bench import report, run, vectors
+    from ..bench import report, run, vectors
 
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]

@@ -1,5 +1,5 @@
 """The storage engines behind EvidenceStore. Each one is opened as
-``Engine(where, read_only=...)`` with a path already checked by pyevidence/paths.py
+``Engine(where, read_only=...)`` with a path already checked by pyevidence/storage/paths.py
 (``where.target`` is what SQLite opens) and offers the same methods:
 
 - ``put(record)``, ``put_many(records)`` (one transaction), ``forget(tenant, record_id) -> bool``

@@ -8,10 +8,10 @@ import sqlite3
 import warnings
 from typing import Any
 
-from . import __version__
-from .errors import EngineFallbackWarning, EvidenceError
-from .loadable import loadable_path
-from .store import EvidenceStore, fallback_reason
+from ..core.errors import EngineFallbackWarning, EvidenceError
+from ..core.version import __version__
+from ..loadable import loadable_path
+from ..store import EvidenceStore, fallback_reason
 
 
 def _vectors(native: bool) -> dict[str, Any]:

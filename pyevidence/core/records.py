@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
@@ -79,6 +80,18 @@ class Hit:
 def version_id(seq: int, content_hash: str) -> str:
     """The version identifier of Hit.version and get_version: ``"<seq>-<content hash>"``."""
     return f"{seq}-{content_hash}"
+
+
+# A version identifier as version_id renders it: "<seq>-<64 hex digits>".
+VERSION_PATTERN = re.compile(r"([1-9][0-9]{0,18})-([0-9a-f]{64})")
+
+
+def parse_version(version: str) -> tuple[int, str] | None:
+    """(seq, content hash) of a version identifier, or None if it is not one."""
+    match = VERSION_PATTERN.fullmatch(version)
+    if match is None or int(match.group(1)) > 2**63 - 1:
+        return None
+    return int(match.group(1)), match.group(2)
 
 
 @dataclass(frozen=True)

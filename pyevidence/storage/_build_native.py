@@ -1,4 +1,4 @@
-"""cffi build script for pyevidence._native (API mode, out-of-line).
+"""cffi build script for pyevidence.storage._native (API mode, out-of-line).
 
 setup.py names it in cffi_modules; it compiles the same csrc/ sources as the
 loadable extension, with -DSQLITE_CORE so they call the linked libsqlite3
@@ -24,7 +24,7 @@ SOURCES = [
     "csrc/evidence_tokens.c",
     "csrc/evidence_tokenset.c",
 ]
-HEADER = Path(__file__).resolve().parent.parent / "csrc" / "evidence_store.h"
+HEADER = Path(__file__).resolve().parents[2] / "csrc" / "evidence_store.h"
 
 
 def cdef_from_header(header: Path) -> str:
@@ -37,7 +37,7 @@ def cdef_from_header(header: Path) -> str:
 ffibuilder = FFI()
 ffibuilder.cdef(cdef_from_header(HEADER))
 ffibuilder.set_source(
-    "pyevidence._native",
+    "pyevidence.storage._native",
     '#include "evidence_store.h"',
     sources=SOURCES,
     include_dirs=["csrc"],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from .hashing import sha256_fields
+from ..core.hashing import sha256_fields
 
 
 def utf8_valid(value: bytes | str | int | float | None) -> int | None:

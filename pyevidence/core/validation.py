@@ -13,9 +13,8 @@ from typing import Any
 
 from .errors import ValidationError
 from .limits import DEFAULT_LIMITS, Limits
-from .records import KINDS, Record
+from .records import KINDS, Record, parse_version
 from .tokens import tokens
-from .versions import parse_version
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1

@@ -12,9 +12,9 @@ import numbers
 from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
-from . import tokens
-from .errors import ScorerError
-from .records import Candidate, Hit, Retrieval, version_id
+from ..core import tokens
+from ..core.errors import ScorerError
+from ..core.records import Candidate, Hit, Retrieval, version_id
 
 
 @runtime_checkable
@@ -31,7 +31,7 @@ class SetRanker(Protocol):
 
 
 class TokenScorer:
-    """Counts the distinct tokens a query and a body share (see pyevidence.tokens).
+    """Counts the distinct tokens a query and a body share (see pyevidence.core.tokens).
 
     Lexical only: it does not understand meaning, synonyms or word forms.
     """

@@ -2,26 +2,22 @@
 
 The versions themselves are written by the triggers of schema.sql, on both
 engines alike; this module reads them through the engine's ``select`` and
-recomputes the hashes with pyevidence.hashing, so verifying a store written by
+recomputes the hashes with pyevidence.core.hashing, so verifying a store written by
 the native engine also checks the C hash against Python's hashlib.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .errors import StoreError
-from .hashing import FIRST_PREVIOUS, sha256_fields
-from .records import ChainBreak, Verification, Version, VersionLookup
+from ..core.errors import StoreError
+from ..core.hashing import FIRST_PREVIOUS, sha256_fields
+from ..core.records import ChainBreak, Verification, Version, VersionLookup
 
 CONTENT_TAG = "pyevidence content 2"
 FORGET_TAG = "pyevidence forget 2"
 CHAIN_TAG = "pyevidence chain 2"
-
-# A version identifier as Hit.version renders it: "<seq>-<64 hex digits>".
-VERSION_PATTERN = re.compile(r"([1-9][0-9]{0,18})-([0-9a-f]{64})")
 
 _COLUMNS = (
     "record_id, seq, operation, content_hash, chain_seq, chain_hash, revision, kind, body, source, expires_at"
@@ -177,11 +173,3 @@ def _current_breaks(chain: list[Version], current: list[tuple[Any, ...]]) -> lis
         if version.operation == "put" and record_id not in seen:
             breaks.append(ChainBreak(version.chain_seq, record_id, "the record's current row is missing"))
     return breaks
-
-
-def parse_version(version: str) -> tuple[int, str] | None:
-    """(seq, content hash) of a version identifier, or None if it is not one."""
-    match = VERSION_PATTERN.fullmatch(version)
-    if match is None or int(match.group(1)) > 2**63 - 1:
-        return None
-    return int(match.group(1)), match.group(2)

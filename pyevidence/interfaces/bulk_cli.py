@@ -9,10 +9,11 @@ import threading
 import time
 from typing import Any, TextIO
 
-from . import bulk, validation
-from .errors import ValidationError
-from .records import KINDS
-from .store import EvidenceStore
+from .. import bulk
+from ..core import validation
+from ..core.errors import ValidationError
+from ..core.records import KINDS
+from ..store import EvidenceStore
 
 IMPORT_DESCRIPTION = "import records from JSONL or CSV (all or none), or one record per document of a folder"
 EXPORT_DESCRIPTION = "write one tenant's current records (or, with --history, every version) as JSONL"
@@ -150,7 +151,7 @@ def _checked(args: argparse.Namespace, bar: ProgressBar | None) -> bulk.Checked:
 
 
 def run_export(args: argparse.Namespace) -> None:
-    from .cli import _existing  # an export of a mistyped path must not create an empty store
+    from .cli import _existing
 
     with EvidenceStore(_existing(args.db), engine=args.engine, read_only=True) as store:
         if args.out is None:

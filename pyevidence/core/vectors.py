@@ -153,7 +153,7 @@ class Embedder:
 
     ``embed`` is any callable returning a sequence of real numbers (a list, a
     tuple, a numpy array). ``model`` is stored with every vector it makes, so
-    vectors of different models are never compared. pyevidence.embeddings.minilm()
+    vectors of different models are never compared. pyevidence.ranking.embeddings.minilm()
     gives a local all-MiniLM-L6-v2 embedder.
     """
 

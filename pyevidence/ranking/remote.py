@@ -41,8 +41,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .errors import ScorerError, ValidationError
-from .records import DEGRADED, OK, UNAVAILABLE, Candidate, Retrieval, ScorerCost
+from ..core.errors import ScorerError, ValidationError
+from ..core.records import DEGRADED, OK, UNAVAILABLE, Candidate, Retrieval, ScorerCost
 from .scoring import Scorer, _checked, order, rank, scorer_name
 
 # Statuses after which the same request may be sent again: the service said it
@@ -435,7 +435,7 @@ def _resolve(host: str, port: int, until: float) -> list[Any]:
 
 
 def _version() -> str:
-    from . import __version__
+    from ..core.version import __version__
 
     return __version__
 

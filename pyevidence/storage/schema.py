@@ -15,7 +15,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from .errors import SchemaError, StoreError
+from ..core.errors import SchemaError, StoreError
 
 SCHEMA_VERSION = 4
 
@@ -60,7 +60,7 @@ PUT_SQL = (
 )
 FORGET_SQL = "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2"
 
-# Vectors (pyevidence/vector_scoring.py). A put with a vector runs PUT_SQL and then
+# Vectors (pyevidence/ranking/vector_scoring.py). A put with a vector runs PUT_SQL and then
 # VECTOR_PUT_SQL in one transaction: the vector is tied to the version just stored.
 VECTOR_PUT_SQL = (
     "INSERT INTO evidence_vectors (tenant, record_id, version, model, dims, embedding)"

@@ -3,7 +3,7 @@
 The whole request runs in C on a connection this module opens through the
 SQLite C API, with token_overlap() and evidence_eligible registered on it
 directly (no extension loading, so it works on Pythons whose sqlite3 cannot
-load extensions). Python validates arguments (pyevidence.validation, shared
+load extensions). Python validates arguments (pyevidence.core.validation, shared
 with the Python engine) and converts results.
 
 The GIL is released during every C call (cffi's API mode does so), so other
@@ -20,14 +20,14 @@ from contextlib import contextmanager
 from dataclasses import astuple
 from typing import Any
 
+from ...core.errors import EngineUnavailableError, StoreError, from_sqlite
+from ...core.records import Candidate, Hit, Record
+from ...core.vectors import Vector
+from ...ranking.scoring import hit_from
+from ...ranking.vector_scoring import Scored
 from .. import schema
 from .._native import ffi, lib
-from ..errors import EngineUnavailableError, StoreError, from_sqlite
 from ..paths import DatabasePath, open_failure_hint
-from ..records import Candidate, Hit, Record
-from ..scoring import hit_from
-from ..vector_scoring import Scored
-from ..vectors import Vector
 
 SQLITE_OK = 0
 _INTEGER, _FLOAT, _TEXT, _BLOB, _NULL = 1, 2, 3, 4, 5
@@ -143,7 +143,7 @@ class NativeEngine:
         return bool(deleted[0])
 
     def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Runs one read statement of pyevidence's own (pyevidence/versions.py)."""
+        """Runs one read statement of pyevidence's own (pyevidence/storage/versions.py)."""
         return self.run(sql, params, read_only=True)[1]
 
     @contextmanager

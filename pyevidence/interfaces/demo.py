@@ -11,7 +11,7 @@ import os
 import tempfile
 from typing import Any
 
-from .store import EvidenceStore
+from ..store import EvidenceStore
 
 QUERY = "queue backlog consumer lag"
 TENANT, REVISION, NOW = "team-a", "v1", 100
@@ -156,8 +156,8 @@ SEMANTIC_NOTE = (
 def run_semantic(engine: str = "auto") -> dict[str, Any]:
     """The same question answered by the lexical, the vector and the hybrid scorer.
     Needs the embeddings extra (pip install 'pyevidence[embeddings]')."""
-    from .embeddings import minilm
-    from .vector_scoring import HybridScorer, VectorScorer
+    from ..ranking.embeddings import minilm
+    from ..ranking.vector_scoring import HybridScorer, VectorScorer
 
     embedder = minilm()
     scope = dict(tenant=TENANT, revision=REVISION, now=NOW)

@@ -23,9 +23,10 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import tool, validation
-from .errors import EvidenceError, ValidationError
-from .store import EvidenceStore
+from .. import tool
+from ..core import validation
+from ..core.errors import EvidenceError, ValidationError
+from ..store import EvidenceStore
 
 if TYPE_CHECKING:
     import mcp_types
@@ -179,7 +180,7 @@ def serve(binding: Binding) -> None:
 
 def main(args: argparse.Namespace) -> None:
     """The `pyevidence mcp` command: open the store (read-only unless --allow-writes) and serve."""
-    from .cli import _existing  # a mistyped path must not become an empty store that finds nothing
+    from .cli import _existing
 
     with EvidenceStore(_existing(args.db), engine=args.engine, read_only=not args.allow_writes) as store:
         binding = Binding(

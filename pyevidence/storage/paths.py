@@ -36,8 +36,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Union
 
+from ..core.errors import SchemaError, StoreError, ValidationError
 from . import schema
-from .errors import SchemaError, StoreError, ValidationError
 
 MEMORY = ":memory:"
 
