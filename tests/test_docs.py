@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import embeddings_installed
+from conftest import embeddings_installed, mcp_installed
 from docblocks import (
     PAGES,
     REPO,
@@ -47,6 +47,13 @@ KNOWN_NOT_RUN = {
     ),
     ("docs/ranking.md", "a wire format, not a program; tests/test_remote.py serves it on 127.0.0.1"),
     ("docs/ranking.md", "installs packages (make test installs the extra itself)"),
+    ("README.md", "an MCP host's configuration file, not a command"),
+    ("docs/agents.md", "an MCP host's configuration file, not a command"),
+    (
+        "docs/sql.md",
+        "JavaScript: it is tests/node/example.js, which tests/test_node.py runs and keeps equal to this block",
+    ),
+    ("docs/performance.md", "a measurement that takes half a minute, not a check"),
 }
 
 
@@ -101,6 +108,8 @@ def missing_need(need: str) -> str | None:
         return "sqlite-vec is not installed (pip install sqlite-vec)"
     if need == "embeddings" and not embeddings_installed():
         return "the embeddings extra is not installed (pip install -e '.[embeddings]')"
+    if need == "mcp" and not mcp_installed():
+        return "the mcp extra is not installed (pip install -e '.[mcp]')"
     return None
 
 
@@ -112,7 +121,11 @@ def require(block: Block) -> None:
         reason = missing_need(need)
         if reason is None:
             continue
-        required = {"native": "PYEVIDENCE_REQUIRE_NATIVE", "embeddings": "PYEVIDENCE_REQUIRE_EMBEDDINGS"}
+        required = {
+            "native": "PYEVIDENCE_REQUIRE_NATIVE",
+            "embeddings": "PYEVIDENCE_REQUIRE_EMBEDDINGS",
+            "mcp": "PYEVIDENCE_REQUIRE_MCP",
+        }
         variable = required.get(need, "PYEVIDENCE_REQUIRE_NATIVE")
         if os.environ.get(variable) == "1":
             pytest.fail(f"{block.name} needs {need}, and {variable}=1: {reason}")
@@ -138,8 +151,18 @@ def run_python(block: Block, session: PageSession) -> None:
     # Blank lines first, so a traceback's line numbers are the page's.
     code = compile("\n" * (block.line - 1) + block.code, str(block.page), "exec")
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(code, session.namespace)
+    # A block may start the commands of .venv (an MCP client starts `pyevidence mcp`), as a
+    # console block can: they come first on PATH here too.
+    path = os.environ.get("PATH")
+    os.environ["PATH"] = shell_environment()["PATH"]
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(code, session.namespace)
+    finally:
+        if path is None:
+            del os.environ["PATH"]
+        else:
+            os.environ["PATH"] = path
     if block.output is not None:
         assert matches(block.output, printed.getvalue()), (
             f"{block.name} printed:\n{printed.getvalue()}\nthe page shows:\n{block.output}"
