@@ -51,7 +51,7 @@ KNOWN_NOT_RUN = {
     ("docs/agents.md", "an MCP host's configuration file, not a command"),
     (
         "docs/sql.md",
-        "JavaScript: it is tests/node/example.js, which tests/test_node.py runs and keeps equal to this block",
+        "JavaScript: tests/node/example.js, which tests/test_node.py runs and keeps equal to this block",
     ),
     ("docs/performance.md", "a measurement that takes half a minute, not a check"),
 }
