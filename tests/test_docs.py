@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import re
 import shutil
@@ -268,6 +269,30 @@ def test_blocks_not_run_are_the_known_few() -> None:
     for b in BLOCKS:
         if b.not_run is not None:
             print(f"  {b.name}: {b.not_run}")
+
+
+def test_the_mcp_host_entries_shown_start_the_server() -> None:
+    # The host configuration is not run as a block; its entry is checked here instead: it parses,
+    # the README and docs/agents.md show the same one, and its arguments start `pyevidence mcp`
+    # as far as opening the (absent) database, so they are all options the server takes.
+    shown = [b for b in BLOCKS if b.language == "json"]
+    assert {str(b.page.relative_to(REPO)) for b in shown} == {"README.md", "docs/agents.md"}
+    entries = [json.loads(b.code)["mcpServers"] for b in shown]
+    assert all(entry == entries[0] for entry in entries)
+    for server in entries[0].values():
+        assert server["command"] == "pyevidence"
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "pyevidence"), *server["args"]],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert (done.returncode, done.stderr) == (
+            1,
+            f"pyevidence: error: no database at {server['args'][2]}; create one with 'pyevidence put'\n",
+        )
 
 
 def test_every_page_has_blocks_that_run() -> None:
