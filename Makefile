@@ -129,6 +129,19 @@ fuzz:
 build/fuzz_%: csrc/test/fuzz_%.c $(EXT_SOURCES) $(C_HEADERS) | build
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -DSQLITE_CORE -o $@ $< $(EXT_SOURCES) -lsqlite3
 
+## node: the cluster node program, build/evidence_node (csrc/node/): one dqlite node with
+## pyevidence's functions on every connection. Needs libdqlite's headers (Debian/Ubuntu:
+## apt-get install libdqlite-dev); `make test-cluster` installs them if missing.
+.PHONY: node
+NODE_SOURCES := csrc/node/evidence_node.c csrc/node/evidence_join.c
+
+node: build/evidence_node
+
+build/evidence_node: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(C_HEADERS) | build
+	@pkg-config --exists dqlite || { echo "libdqlite's headers are missing: apt-get install libdqlite-dev" >&2; exit 1; }
+	$(CC) $(C_STD) -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -DSQLITE_CORE -o $@ $(NODE_SOURCES) $(EXT_SOURCES) \
+		$$(pkg-config --cflags --libs dqlite) -lsqlite3 -lpthread
+
 ## ext: the loadable extension, for `.load build/evidence` in the sqlite3 shell
 ext: build/evidence.$(EXT_SUFFIX)
 
@@ -182,13 +195,13 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/clang-format --dry-run -Werror csrc/*.c csrc/*.h csrc/test/*.c
+	$(VENV)/bin/clang-format --dry-run -Werror csrc/*.c csrc/*.h csrc/test/*.c csrc/node/*.c csrc/node/*.h
 
 ## format: rewrite sources in the house style
 format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
-	$(VENV)/bin/clang-format -i csrc/*.c csrc/*.h csrc/test/*.c
+	$(VENV)/bin/clang-format -i csrc/*.c csrc/*.h csrc/test/*.c csrc/node/*.c csrc/node/*.h
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

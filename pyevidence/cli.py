@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import demo, doctor, jsonout
+from . import cluster_node, demo, doctor, jsonout
 from .errors import EvidenceError, SchemaError, ValidationError
 from .records import KINDS
 from .store import ENGINES, EvidenceStore
@@ -54,6 +54,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="benchmark vector ranking instead (1,000 and 10,000 rows unless --sizes is given)",
     )
+
+    p = sub.add_parser(
+        "node",
+        help="run one node of a replicated cluster: --id N --address HOST:PORT --data DIR [--join H:P]",
+        add_help=False,
+    )
+    p.add_argument("node_args", nargs=argparse.REMAINDER, help="the node's options (see --help)")
 
     p = sub.add_parser("sql", help="run one read-only SQL statement where pyevidence's functions exist")
     p.add_argument("db", metavar="DB", help="the database file")
@@ -107,7 +114,7 @@ def _read_body(args: argparse.Namespace) -> str:
 
 def _existing(path: str) -> str:
     """retrieve and forget never create a database: a typo must not look like 'no evidence'."""
-    if path != ":memory:" and not os.path.exists(path):
+    if path != ":memory:" and not path.startswith("dqlite://") and not os.path.exists(path):
         raise FileNotFoundError(f"no database at {path}; create one with 'pyevidence put'")
     return path
 
@@ -208,6 +215,13 @@ def _run(args: argparse.Namespace) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["node"]:  # every option is the node program's own (cluster_node.py)
+        try:
+            cluster_node.exec_node(argv[1:])
+        except (EvidenceError, OSError) as exc:
+            print(f"pyevidence: error: {exc}", file=sys.stderr)
+        return EXIT_STORE
     args = _parser().parse_args(argv)
     try:
         output = _run(args)
