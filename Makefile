@@ -52,7 +52,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/pyevidence demo
 
 ## test: every check that must pass before anything lands
-test: lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-py
+test: lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-cluster test-py
 
 test-py: $(VENV)/.installed-dev
 	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) $(PY) -m pytest -q
@@ -137,10 +137,32 @@ NODE_SOURCES := csrc/node/evidence_node.c csrc/node/evidence_join.c
 
 node: build/evidence_node
 
-build/evidence_node: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(C_HEADERS) | build
+build/evidence_node: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(C_HEADERS) | build dqlite-dev
 	@pkg-config --exists dqlite || { echo "libdqlite's headers are missing: apt-get install libdqlite-dev" >&2; exit 1; }
 	$(CC) $(C_STD) -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -DSQLITE_CORE -o $@ $(NODE_SOURCES) $(EXT_SOURCES) \
 		$$(pkg-config --cflags --libs dqlite) -lsqlite3 -lpthread
+
+## test-cluster: three nodes on loopback, a leader killed with SIGKILL (tests/test_cluster.py),
+## under Python >= 3.13 (the cluster client's floor) in its own venv, .venv-cluster. Installs
+## libdqlite-dev from apt if missing (as root), builds the node, installs the cluster extra.
+.PHONY: test-cluster
+PYTHON313 ?= $(firstword $(wildcard /root/.pyenv/versions/3.13*/bin/python3.13) python3.13)
+CLUSTER_VENV := .venv-cluster
+
+test-cluster: $(CLUSTER_VENV)/.installed
+	PYEVIDENCE_REQUIRE_CLUSTER=1 PYEVIDENCE_NODE=build/evidence_node $(CLUSTER_VENV)/bin/python -m pytest -q \
+	  -p no:cacheprovider tests/test_cluster.py
+
+$(CLUSTER_VENV)/.installed: build/evidence_node $(BUILD_INPUTS)
+	test -x $(CLUSTER_VENV)/bin/python || $(PYTHON313) -m venv $(CLUSTER_VENV)
+	$(CLUSTER_VENV)/bin/python -m pip --disable-pip-version-check -q install -e '.[cluster,test]'
+	touch $@
+
+.PHONY: dqlite-dev
+dqlite-dev:
+	@pkg-config --exists dqlite || { \
+	  echo "$(strip $(AS_ROOT) apt-get install -y libdqlite-dev pkg-config)"; \
+	  $(AS_ROOT) apt-get update -q && $(AS_ROOT) apt-get install -y -q libdqlite-dev pkg-config; }
 
 ## ext: the loadable extension, for `.load build/evidence` in the sqlite3 shell
 ext: build/evidence.$(EXT_SUFFIX)
@@ -216,6 +238,6 @@ $(VENV)/.installed-dev: $(VENV)/bin/python $(BUILD_INPUTS)
 	touch $@ $(VENV)/.installed
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CLUSTER_VENV) build dist *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 	find pyevidence -name '*.so' -delete

@@ -20,7 +20,7 @@ from .scoring import Scorer, SetRanker, TokenScorer, rank, scorer_name
 from .vector_scoring import InStoreRanker
 from .vectors import Embedder, Vector, embedding_list, vector
 
-ENGINES = ("auto", "native", "python")
+ENGINES = ("auto", "native", "python", "cluster")
 
 
 def _native_engine_class() -> Any:
@@ -47,6 +47,11 @@ def native_available() -> bool:
 def _open_engine(path: str | os.PathLike[str], engine: str, read_only: bool) -> Any:
     if not isinstance(engine, str) or engine not in ENGINES:
         raise ValidationError("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}")
+    if engine == "cluster" or (isinstance(path, str) and path.startswith("dqlite://")):
+        # A cluster's URL in place of the file (engines/cluster_engine.py).
+        return importlib.import_module(".engines.cluster_engine", __package__).open_cluster(
+            path, engine, read_only
+        )
     if engine == "python" or (engine == "auto" and not native_available()):
         return PythonEngine(path, read_only=read_only)
     return _native_engine_class()(path, read_only=read_only)
