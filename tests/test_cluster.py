@@ -385,3 +385,13 @@ def test_a_joining_node_needs_a_seed(tmp_path: Path) -> None:
     )  # fmt: skip
     assert run.returncode == 2
     assert "node 2 has no cluster yet: give --join HOST:PORT of a running node" in run.stderr
+
+
+def test_many_writes_pass_the_checkpoint(cluster: Cluster) -> None:
+    """Past the WAL's checkpoint (a few hundred puts), writes go on: dqlite's VFS refuses
+    fsync, so the cluster connection must not ask SQLite for one (synchronous stays OFF)."""
+    with EvidenceStore(cluster.url()) as store:
+        for i in range(400):
+            store.put(**record(i))
+        assert store.retrieve(tenant="team-a", revision="v1", query="queue", now=1).eligible_count == 400
+        assert store.verify(tenant="team-a").ok

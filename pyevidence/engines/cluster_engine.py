@@ -60,7 +60,6 @@ REQUEST_TIMEOUT_SECONDS = 5.0
 # the legacy values are those of dqlite servers before 1.x's renumbering.
 _NOT_LEADER = frozenset({10250, 8202})
 _LEADERSHIP_LOST = frozenset({10506, 8458})
-_SQLITE_IOERR = 10
 
 # The ranking statement of csrc/evidence_store.c (STMT_RANK), with the eligible
 # count in the same statement, so in the same snapshot: the native engine reads
@@ -85,6 +84,11 @@ CANDIDATES_SQL = (
 )
 
 _ADDRESS = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})")
+# Settings of schema.prepare() that are dqlite's own on a cluster, and left to it:
+# durability is the Raft log's (its VFS refuses fsync, so synchronous stays OFF, and a
+# checkpoint under synchronous=NORMAL fails with a disk I/O error), the journal is
+# always WAL, and its in-memory VFS maps nothing.
+_DQLITE_OWNS = re.compile(r"\s*PRAGMA\s+(synchronous|journal_mode|mmap_size)\s*=", re.IGNORECASE)
 _NUMBERED = re.compile(r"\?([0-9]+)")
 _HEADER_PRAGMA = re.compile(r"\s*PRAGMA\s+user_version\s*=", re.IGNORECASE)
 _NO_ROWS_PRAGMA = re.compile(r"\s*PRAGMA\s+\w+\s*=", re.IGNORECASE)
@@ -227,12 +231,14 @@ class ClusterEngine:
             return _LeaderGone(message)
         if isinstance(exc, (self._dbapi.ProgrammingError, self._dbapi.DataError)):
             return StoreError(message)  # refused by the client before it was sent
-        if code is None or code & 0xFF == _SQLITE_IOERR:
+        if code is None:
             # No SQLite result code: the connection failed, the request may have arrived.
             return _LeaderGone(message, in_doubt=True)
         return from_sqlite(code, message)
 
     def _query(self, sql: str) -> list[tuple[Any, ...]]:
+        if _DQLITE_OWNS.match(sql):
+            return []
         cursor = self._execute(sql)
         return [tuple(row) for row in cursor.fetchall()] if cursor and cursor.description else []
 
