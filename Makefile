@@ -145,6 +145,7 @@ build/evidence_node: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(
 ## test-cluster: three nodes on loopback, a leader killed with SIGKILL (tests/test_cluster.py),
 ## under Python >= 3.13 (the cluster client's floor) in its own venv, .venv-cluster. Installs
 ## libdqlite-dev from apt if missing (as root), builds the node, installs the cluster extra.
+## The load test kills the leader CLUSTER_KILLS times (4 here; CLUSTER_KILLS=20 for a longer run).
 .PHONY: test-cluster
 PYTHON313 ?= $(firstword $(wildcard /root/.pyenv/versions/3.13*/bin/python3.13) python3.13)
 CLUSTER_VENV := .venv-cluster

@@ -296,6 +296,7 @@ class ClusterEngine:
                 self._execute("COMMIT")
             except _LeaderGone as exc:
                 if exc.in_doubt:
+                    self._drop()  # the next call starts on a fresh connection
                     raise StoreError(
                         f"{doing} may or may not have been written: the cluster's leader changed while "
                         f"it was being committed ({exc}). Check with history() or retrieve before "
