@@ -77,6 +77,8 @@ class Node:
     def start(self, join: list[str]) -> None:
         """Starts the node through the CLI (pyevidence node execs the program) and waits until ready."""
         env = {**os.environ, "PYEVIDENCE_NODE": str(_node_program())}
+        ready = f"node {self.node_id} ready"
+        seen = self.log.read_text().count(ready) if self.log.exists() else 0
         args = ["--id", str(self.node_id), "--address", self.address, "--data", str(self.data)]
         args += ["--latency-ms", LATENCY_MS] + [a for seed in join for a in ("--join", seed)]
         with self.log.open("ab") as log:
@@ -85,7 +87,7 @@ class Node:
             )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            if f"node {self.node_id} ready" in self.log.read_text().split("listening")[-1]:
+            if self.log.read_text().count(ready) > seen:
                 return
             if self.process.poll() is not None:
                 break
@@ -476,3 +478,55 @@ def test_leader_killed_again_and_again_under_load_loses_nothing(cluster: Cluster
         with EvidenceStore(url) as store:
             assert {name: _chain(store, f"tenant-{name}") for name in writers} == expected
     print(f"\n{kills} leader kills under load: {counts}")
+
+
+def test_a_node_joins_through_any_seed_and_may_join_again(tmp_path: Path) -> None:
+    """A dead seed is passed over for the next one; a restarted node given --join finds
+    itself a voter already and changes nothing; both stop cleanly."""
+    _needs_cluster()
+    first = Node(1, f"127.0.0.1:{_free_port()}", tmp_path / "n1", tmp_path / "n1.log")
+    second = Node(2, f"127.0.0.1:{_free_port()}", tmp_path / "n2", tmp_path / "n2.log")
+    dead = f"127.0.0.1:{_free_port()}"
+    two = Cluster([first, second])
+    try:
+        first.start(join=[])
+        second.start(join=[dead, first.address])
+        assert "node 2 is a voter of the cluster" in second.log.read_text()
+        with EvidenceStore(two.url("joined")) as store:
+            store.put(**record(1))
+        assert second.stop() == 0
+        second.start(join=[first.address])
+        assert second.log.read_text().count("node 2 is a voter of the cluster") == 2
+        assert "(restarted)" in second.log.read_text()
+        two.transfer(second)  # it votes and can lead: it is a full member
+        with EvidenceStore(two.url("joined")) as store:
+            assert [
+                h.record_id for h in store.retrieve(tenant="team-a", revision="v1", query="queue", now=1).hits
+            ] == ["r1"]
+    finally:
+        for node in two.running():
+            assert node.stop() == 0, node.log.read_text()
+
+
+def test_the_command_line_takes_a_cluster_url(cluster: Cluster) -> None:
+    url = cluster.url()
+    cli = [sys.executable, "-m", "pyevidence"]
+    put = subprocess.run(
+        [*cli, "put", "--db", url, "--tenant", "team-a", "--record-id", "q", "--revision", "v1",
+         "--kind", "runbook", "--body", "queue lag: restart the worker", "--source", "rb://q",
+         "--expires-at", "10"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert put.returncode == 0, put.stderr
+    found = subprocess.run(
+        [*cli, "retrieve", "--db", url, "--tenant", "team-a", "--revision", "v1", "--query", "queue lag",
+         "--now", "1"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    assert '"record_id": "q"' in found.stdout
+    verified = subprocess.run(
+        [*cli, "verify", "--db", url, "--tenant", "team-a"], capture_output=True, text=True, timeout=60
+    )
+    assert verified.returncode == 0, verified.stderr
+    assert '"ok": true' in verified.stdout
