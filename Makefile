@@ -159,6 +159,16 @@ $(CLUSTER_VENV)/.installed: build/evidence_node $(BUILD_INPUTS)
 	$(CLUSTER_VENV)/bin/python -m pip --disable-pip-version-check -q install -e '.[cluster,test]'
 	touch $@
 
+## test-cluster-asan: the same tests on nodes built with ASan and UBSan (their clean stops check leaks)
+.PHONY: test-cluster-asan
+test-cluster-asan: build/evidence_node_asan $(CLUSTER_VENV)/.installed
+	ASAN_OPTIONS=detect_leaks=1 PYEVIDENCE_REQUIRE_CLUSTER=1 PYEVIDENCE_NODE=build/evidence_node_asan \
+	  $(CLUSTER_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_cluster.py
+
+build/evidence_node_asan: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(C_HEADERS) | build dqlite-dev
+	$(CC) $(C_STD) -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g $(SANITIZE) -DSQLITE_CORE -o $@ $(NODE_SOURCES) \
+		$(EXT_SOURCES) $$(pkg-config --cflags --libs dqlite) -lsqlite3 -lpthread
+
 .PHONY: dqlite-dev
 dqlite-dev:
 	@pkg-config --exists dqlite || { \

@@ -530,3 +530,29 @@ def test_the_command_line_takes_a_cluster_url(cluster: Cluster) -> None:
     )
     assert verified.returncode == 0, verified.stderr
     assert '"ok": true' in verified.stdout
+
+
+def test_vectors_rank_on_a_cluster_as_on_a_file(cluster: Cluster, tmp_path: Path) -> None:
+    """Puts with an embedder store each version's vector in the same transaction; vector and
+    hybrid ranking give what the python engine gives on a file."""
+    import hashlib
+
+    from pyevidence import Embedder, HybridScorer, VectorScorer
+
+    def hashed(text: str) -> list[float]:
+        digest = hashlib.sha256(text.encode()).digest()
+        return [(digest[i] - 127.5) / 128 for i in range(8)]
+
+    toy = Embedder("toy-sha256", hashed)
+    bodies = ["queue lag on the consumer", "disk full on the db host", "restart the queue worker"]
+    with (
+        EvidenceStore(cluster.url(), embedder=toy) as on_cluster,
+        EvidenceStore(tmp_path / "v.db", engine="python", embedder=toy) as on_file,
+    ):
+        for store in (on_cluster, on_file):
+            store.put_many([record(i, body=body) for i, body in enumerate(bodies)])
+            store.put(**record(1, body="disk full again"))
+        for scorer in (VectorScorer(toy, min_similarity=-1.0), HybridScorer(toy, min_similarity=-1.0)):
+            asked = dict(tenant="team-a", revision="v1", query="queue lag", now=1, scorer=scorer)
+            assert on_cluster.retrieve(**asked) == on_file.retrieve(**asked)
+            assert on_cluster.retrieve(**asked).hits
