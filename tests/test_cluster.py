@@ -556,3 +556,24 @@ def test_vectors_rank_on_a_cluster_as_on_a_file(cluster: Cluster, tmp_path: Path
             asked = dict(tenant="team-a", revision="v1", query="queue lag", now=1, scorer=scorer)
             assert on_cluster.retrieve(**asked) == on_file.retrieve(**asked)
             assert on_cluster.retrieve(**asked).hits
+
+
+def test_a_foreign_database_is_refused_and_no_connection_is_left(cluster: Cluster) -> None:
+    import threading
+
+    import dqlitedbapi
+
+    from pyevidence.errors import SchemaError
+
+    url = cluster.url()
+    conn = dqlitedbapi.connect(cluster.addresses[0], database=url.rsplit("/", 1)[1])
+    conn.cursor().execute("CREATE TABLE someone_elses (x)")
+    conn.close()
+
+    def loops() -> int:
+        return sum(t.name.startswith("dqlitedbapi-") for t in threading.enumerate())
+
+    before = loops()
+    with pytest.raises(SchemaError, match="is not a pyevidence database: it already holds someone_elses"):
+        EvidenceStore(url)
+    assert loops() == before

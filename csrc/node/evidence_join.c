@@ -35,7 +35,8 @@ enum { ROLE_VOTER = 0, ROLE_ABSENT = -1 };
 
 #define JOIN_PROTOCOL_VERSION 1
 #define JOIN_MAX_BODY (1 << 20) /* a membership list is far smaller; more is a wrong peer */
-#define JOIN_IO_TIMEOUT_S 10    /* ASSIGN waits for the node to catch up with the log */
+#define JOIN_DIAL_TIMEOUT_S 5   /* a seed that does not answer is passed over */
+#define JOIN_IO_TIMEOUT_S 60    /* ASSIGN waits until the node caught up with the log */
 
 /* A message body being written or read: bytes and a cursor. */
 typedef struct JoinBuf {
@@ -141,15 +142,17 @@ static int joinDial(const char *address, int *pFd, char *zErr, int nErr) {
     return -1;
   }
   for (ai = res; ai != 0 && fd < 0; ai = ai->ai_next) {
-    struct timeval tv = {JOIN_IO_TIMEOUT_S, 0};
+    struct timeval dial = {JOIN_DIAL_TIMEOUT_S, 0}, io = {JOIN_IO_TIMEOUT_S, 0};
     fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
     if (fd < 0) continue;
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &dial, sizeof(dial)); /* Linux: bounds connect() too */
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
       close(fd);
       fd = -1;
+      continue;
     }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &io, sizeof(io));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &io, sizeof(io));
   }
   freeaddrinfo(res);
   if (fd < 0) {

@@ -34,7 +34,7 @@
 #include "evidence_join.h"
 
 #define MAX_SEEDS 16
-#define JOIN_TIMEOUT_MS 30000
+#define JOIN_TIMEOUT_MS 120000 /* an election, then the new node catching up */
 
 /* evidence_ext.c: the extension's entry point, built into this program with -DSQLITE_CORE. */
 int sqlite3_evidence_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi);

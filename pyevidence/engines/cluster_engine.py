@@ -110,7 +110,7 @@ def is_cluster_url(path: object) -> bool:
 def parse_url(url: str) -> tuple[list[str], str]:
     """The node addresses and the database name of a dqlite:// URL."""
     parsed = urllib.parse.urlsplit(url)
-    addresses = [a for a in parsed.netloc.split(",")]
+    addresses = parsed.netloc.split(",")
     database = parsed.path.lstrip("/")
     usage = "dqlite://HOST:PORT[,HOST:PORT...]/DATABASE, e.g. dqlite://127.0.0.1:9001,127.0.0.1:9002/evidence"
     for address in addresses:
@@ -181,16 +181,20 @@ class ClusterEngine:
             except _LeaderGone as exc:
                 reasons.append(f"{address}: {exc}")
                 self._drop()
+            except BaseException:
+                self._drop()  # not a pyevidence database, say: no connection is left open
+                raise
         raise _LeaderGone("; ".join(reasons))
 
     def _drop(self) -> None:
+        """Forgets the connection without waiting for it: its leader may be gone."""
         if self._conn is not None:
             conn, self._conn = self._conn, None
             try:
                 conn.force_close_transport()
                 conn.close()
             except Exception:
-                pass
+                pass  # a broken connection is what is being dropped
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Runs one statement on the leader; a failure of the cluster is _LeaderGone,
@@ -428,7 +432,12 @@ class ClusterEngine:
         )
 
     def close(self) -> None:
-        self._drop()
+        if self._conn is not None:
+            try:
+                self._conn.close()
+                self._conn = None
+            except Exception:
+                self._drop()
 
 
 def open_cluster(path: object, engine: str, read_only: bool) -> ClusterEngine:
