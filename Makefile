@@ -137,7 +137,7 @@ NODE_SOURCES := csrc/node/evidence_node.c csrc/node/evidence_join.c
 
 node: build/evidence_node
 
-build/evidence_node: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(C_HEADERS) | build dqlite-dev
+build/evidence_node: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(C_HEADERS) | build
 	@pkg-config --exists dqlite || { echo "libdqlite's headers are missing: apt-get install libdqlite-dev" >&2; exit 1; }
 	$(CC) $(C_STD) -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -DSQLITE_CORE -o $@ $(NODE_SOURCES) $(EXT_SOURCES) \
 		$$(pkg-config --cflags --libs dqlite) -lsqlite3 -lpthread
@@ -150,7 +150,9 @@ build/evidence_node: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(
 PYTHON313 ?= $(firstword $(wildcard /root/.pyenv/versions/3.13*/bin/python3.13) python3.13)
 CLUSTER_VENV := .venv-cluster
 
-test-cluster: $(CLUSTER_VENV)/.installed
+test-cluster:
+	$(MAKE) dqlite-dev
+	$(MAKE) $(CLUSTER_VENV)/.installed
 	PYEVIDENCE_REQUIRE_CLUSTER=1 PYEVIDENCE_NODE=build/evidence_node $(CLUSTER_VENV)/bin/python -m pytest -q \
 	  -p no:cacheprovider tests/test_cluster.py
 
@@ -161,11 +163,13 @@ $(CLUSTER_VENV)/.installed: build/evidence_node $(BUILD_INPUTS)
 
 ## test-cluster-asan: the same tests on nodes built with ASan and UBSan (their clean stops check leaks)
 .PHONY: test-cluster-asan
-test-cluster-asan: build/evidence_node_asan $(CLUSTER_VENV)/.installed
+test-cluster-asan:
+	$(MAKE) dqlite-dev
+	$(MAKE) build/evidence_node_asan $(CLUSTER_VENV)/.installed
 	ASAN_OPTIONS=detect_leaks=1 PYEVIDENCE_REQUIRE_CLUSTER=1 PYEVIDENCE_NODE=build/evidence_node_asan \
 	  $(CLUSTER_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_cluster.py
 
-build/evidence_node_asan: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(C_HEADERS) | build dqlite-dev
+build/evidence_node_asan: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(C_HEADERS) | build
 	$(CC) $(C_STD) -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g $(SANITIZE) -DSQLITE_CORE -o $@ $(NODE_SOURCES) \
 		$(EXT_SOURCES) $$(pkg-config --cflags --libs dqlite) -lsqlite3 -lpthread
 
