@@ -302,9 +302,9 @@ class ClusterEngine:
                 if exc.in_doubt:
                     self._drop()  # the next call starts on a fresh connection
                     raise StoreError(
-                        f"{doing} may or may not have been written: the cluster's leader changed while "
-                        f"it was being committed ({exc}). Check with history() or retrieve before "
-                        "writing it again"
+                        f"{doing} may or may not have been written: the cluster's leader changed, or "
+                        f"the connection to it broke, while it was being committed ({exc}). Check with "
+                        "history() or retrieve before writing it again"
                     ) from None
                 raise
             except StoreError:
