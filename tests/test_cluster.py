@@ -577,3 +577,45 @@ def test_a_foreign_database_is_refused_and_no_connection_is_left(cluster: Cluste
     with pytest.raises(SchemaError, match="is not a pyevidence database: it already holds someone_elses"):
         EvidenceStore(url)
     assert loops() == before
+
+
+@pytest.mark.parametrize(
+    ("failing", "code", "commits_first", "outcome"),
+    [
+        ("INSERT", None, False, "retried"),  # the connection broke before COMMIT: nothing committed
+        ("COMMIT", 10250, False, "retried"),  # "not leader": refused before replicating anything
+        ("COMMIT", 10506, True, "in doubt"),  # leadership lost while replicating: it did commit here
+        ("COMMIT", None, True, "in doubt"),  # the connection broke during COMMIT
+        ("COMMIT", None, False, "in doubt"),  # ... and here it did not commit: nobody can tell
+    ],
+)
+def test_a_write_is_retried_only_when_it_certainly_did_not_commit(
+    cluster: Cluster, failing: str, code: int | None, commits_first: bool, outcome: str
+) -> None:
+    import dqlitedbapi
+
+    with EvidenceStore(cluster.url()) as store:
+        engine = store._engine
+        real = engine._execute
+        armed = [True]
+
+        def execute(sql: str, params: Any = ()) -> Any:
+            if armed[0] and sql.startswith(failing):
+                armed[0] = False
+                if commits_first:
+                    real(sql, params)
+                raise engine._classified(dqlitedbapi.OperationalError("injected failure", code=code))
+            return real(sql, params)
+
+        engine._execute = execute
+        if outcome == "retried":
+            store.put(**record(1))
+        else:
+            with pytest.raises(
+                StoreError, match=r"^put may or may not have been written: .*injected failure"
+            ):
+                store.put(**record(1))
+        engine._execute = real
+        assert not armed[0]
+        stored = len(store.history(tenant="team-a", record_id="r1"))
+        assert stored == (1 if outcome == "retried" or commits_first else 0)
