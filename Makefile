@@ -69,7 +69,7 @@ demo: deps-build $(VENV)/.installed
 	@echo "(the native engine ran this demo; $(VENV)/bin/pyevidence doctor shows what this installation has)"
 
 ## test: every check that must pass before anything lands
-test: deps lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-py $(OTHER_PYTHONS:%=test-py-%)
+test: deps lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-cluster test-py $(OTHER_PYTHONS:%=test-py-%)
 
 test-py: $(VENV)/.installed-dev
 	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) PYEVIDENCE_REQUIRE_MCP=1 $(PY) -m pytest -q
@@ -96,7 +96,8 @@ $(NODE_MODULES)/better-sqlite3/package.json: | build
 
 ## test-py-X.Y: the Python suite on Python X.Y, in .venv-X.Y, without the embeddings extra
 test-py-%: $(VENV)-%/.installed-dev
-	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=0 $(VENV)-$*/bin/python -m pytest -q
+	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=0 PYEVIDENCE_REQUIRE_MCP=1 \
+	  $(VENV)-$*/bin/python -m pytest -q --ignore=tests/test_cluster.py
 
 ## test-leaks: the native engine under valgrind, driven from Python (tests/valgrind_leaks.py)
 test-leaks: $(VENV)/.installed-dev
@@ -149,6 +150,55 @@ fuzz:
 
 build/fuzz_%: csrc/test/fuzz_%.c $(EXT_SOURCES) $(C_HEADERS) | build
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -DSQLITE_CORE -o $@ $< $(EXT_SOURCES) -lsqlite3
+
+## node: the cluster node program, build/evidence_node (csrc/node/): one dqlite node with
+## pyevidence's functions on every connection. Needs libdqlite's headers (Debian/Ubuntu:
+## apt-get install libdqlite-dev); `make test-cluster` installs them if missing.
+.PHONY: node
+NODE_SOURCES := csrc/node/evidence_node.c csrc/node/evidence_join.c
+
+node: build/evidence_node
+
+build/evidence_node: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(C_HEADERS) | build
+	@pkg-config --exists dqlite || { echo "libdqlite's headers are missing: apt-get install libdqlite-dev" >&2; exit 1; }
+	$(CC) $(C_STD) -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -DSQLITE_CORE -o $@ $(NODE_SOURCES) $(EXT_SOURCES) \
+		$$(pkg-config --cflags --libs dqlite) -lsqlite3 -lpthread
+
+## test-cluster: three nodes on loopback, a leader killed with SIGKILL (tests/test_cluster.py),
+## under Python >= 3.13 (the cluster client's floor) in .venv-3.13, with the cluster extra added
+## (test-py-3.13 leaves this file to it). Installs libdqlite-dev from apt if missing (as root),
+## builds the node.
+## The load test kills the leader CLUSTER_KILLS times (4 here; CLUSTER_KILLS=20 for a longer run).
+.PHONY: test-cluster
+CLUSTER_VENV := $(VENV)-3.13
+
+test-cluster:
+	$(MAKE) dqlite-dev
+	$(MAKE) $(CLUSTER_VENV)/.installed
+	PYEVIDENCE_REQUIRE_CLUSTER=1 PYEVIDENCE_NODE=build/evidence_node $(CLUSTER_VENV)/bin/python -m pytest -q \
+	  -p no:cacheprovider tests/test_cluster.py
+
+$(CLUSTER_VENV)/.installed: build/evidence_node $(CLUSTER_VENV)/.installed-dev
+	$(CLUSTER_VENV)/bin/python -m pip --disable-pip-version-check -q install -e '.[cluster,test]'
+	touch $@
+
+## test-cluster-asan: the same tests on nodes built with ASan and UBSan (their clean stops check leaks)
+.PHONY: test-cluster-asan
+test-cluster-asan:
+	$(MAKE) dqlite-dev
+	$(MAKE) build/evidence_node_asan $(CLUSTER_VENV)/.installed
+	ASAN_OPTIONS=detect_leaks=1 PYEVIDENCE_REQUIRE_CLUSTER=1 PYEVIDENCE_NODE=build/evidence_node_asan \
+	  $(CLUSTER_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_cluster.py
+
+build/evidence_node_asan: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(C_HEADERS) | build
+	$(CC) $(C_STD) -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g $(SANITIZE) -DSQLITE_CORE -o $@ $(NODE_SOURCES) \
+		$(EXT_SOURCES) $$(pkg-config --cflags --libs dqlite) -lsqlite3 -lpthread
+
+.PHONY: dqlite-dev
+dqlite-dev:
+	@pkg-config --exists dqlite || { \
+	  echo "$(strip $(AS_ROOT) apt-get install -y libdqlite-dev pkg-config)"; \
+	  $(AS_ROOT) apt-get update -q && $(AS_ROOT) apt-get install -y -q libdqlite-dev pkg-config; }
 
 ## ext: the loadable extension, for `.load build/evidence` in the sqlite3 shell
 ext: build/evidence.$(EXT_SUFFIX)
@@ -203,13 +253,13 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/clang-format --dry-run -Werror csrc/*.c csrc/*.h csrc/test/*.c
+	$(VENV)/bin/clang-format --dry-run -Werror csrc/*.c csrc/*.h csrc/test/*.c csrc/node/*.c csrc/node/*.h
 
 ## format: rewrite sources in the house style
 format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
-	$(VENV)/bin/clang-format -i csrc/*.c csrc/*.h csrc/test/*.c
+	$(VENV)/bin/clang-format -i csrc/*.c csrc/*.h csrc/test/*.c csrc/node/*.c csrc/node/*.h
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -27,7 +27,7 @@ from .storage import paths, versions
 from .storage.engines.python_engine import PythonEngine
 from .storage.paths import StorePath
 
-ENGINES = ("auto", "native", "python")
+ENGINES = ("auto", "native", "python", "cluster")
 
 
 def _native_engine_class() -> Any:
@@ -74,6 +74,11 @@ def _warn_fallback_once(reason: str) -> None:
 def _open_engine(path: StorePath, engine: str, read_only: bool) -> Any:
     if not isinstance(engine, str) or engine not in ENGINES:
         raise ValidationError("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}")
+    if engine == "cluster" or (isinstance(path, str) and path.startswith("dqlite://")):
+        # A cluster's URL in place of the file (storage/engines/cluster_engine.py).
+        return importlib.import_module(".storage.engines.cluster_engine", __package__).open_cluster(
+            path, engine, read_only
+        )
     engine_class: Any = PythonEngine
     if engine == "native":
         engine_class = _native_engine_class()

@@ -18,7 +18,7 @@ from ..core.errors import EvidenceError, SchemaError, ValidationError
 from ..core.records import KINDS
 from ..storage import paths
 from ..store import ENGINES, EvidenceStore
-from . import bulk_cli, demo, doctor, mcp_server
+from . import bulk_cli, cluster_node, demo, doctor, mcp_server
 
 EXIT_OK, EXIT_STORE, EXIT_INPUT = 0, 1, 2
 DEFAULT_BENCH_SIZES = "1000,10000,100000"
@@ -56,6 +56,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="benchmark vector ranking instead (1,000 and 10,000 rows unless --sizes is given)",
     )
+
+    p = sub.add_parser(
+        "node",
+        help="run one node of a replicated cluster: --id N --address HOST:PORT --data DIR [--join H:P]",
+        add_help=False,
+    )
+    p.add_argument("node_args", nargs=argparse.REMAINDER, help="the node's options (see --help)")
 
     p = sub.add_parser("sql", help="run one read-only SQL statement where pyevidence's functions exist")
     p.add_argument("db", metavar="DB", help="the database file")
@@ -120,6 +127,8 @@ def _database(path: str, *, field: str = "--db") -> str:
 
 def _existing(path: str, *, field: str = "--db") -> str:
     """retrieve and forget never create a database: a typo must not look like 'no evidence'."""
+    if path.startswith("dqlite://"):
+        return path  # a cluster: the engine says whether it can be reached
     if not os.path.lexists(_database(path, field=field)):
         raise FileNotFoundError(f"no database at {path}; create one with 'pyevidence put'")
     return path
@@ -228,6 +237,13 @@ def _run(args: argparse.Namespace) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["node"]:  # every option is the node program's own (cluster_node.py)
+        try:
+            cluster_node.exec_node(argv[1:])
+        except (EvidenceError, OSError) as exc:
+            print(f"pyevidence: error: {exc}", file=sys.stderr)
+        return EXIT_STORE
     args = _parser().parse_args(argv)
     try:
         output = _run(args)
