@@ -59,6 +59,12 @@ KNOWN_NOT_RUN = {
         "docs/development.md",
         "installs system packages as root; tests/test_deps.py checks what tools/deps prints",
     ),
+    # The cluster page: servers on one or three machines; tests/test_cluster.py runs the same steps.
+    ("docs/cluster.md", "installs packages"),
+    ("docs/cluster.md", "installs system packages and builds in the source tree"),
+    ("docs/cluster.md", "starts long-running servers"),
+    ("docs/cluster.md", "runs on three machines"),
+    ("docs/cluster.md", "needs a running cluster and Python 3.13"),
 }
 
 
