@@ -28,9 +28,7 @@ the URL, then:
 from __future__ import annotations
 
 import importlib
-import math
 import re
-import struct
 import sys
 import time
 import urllib.parse
@@ -41,11 +39,11 @@ from typing import Any, TypeVar
 
 from ...core.errors import EngineUnavailableError, StoreError, ValidationError, from_sqlite
 from ...core.records import Candidate, Hit, Record
-from ...core.vectors import Vector, cosine_distance, squared_norm
+from ...core.vectors import Vector
 from ...ranking.scoring import hit_from
 from ...ranking.vector_scoring import Scored, python_rank_by_vector
 from .. import schema
-from .python_engine import _statements
+from .python_engine import _statements, scored_by_distance
 
 SCHEME = "dqlite://"
 T = TypeVar("T")
@@ -396,19 +394,7 @@ class ClusterEngine:
             "retrieve", schema.VECTOR_ROWS_SQL, (tenant, revision, now, query.model, query.dims)
         )
 
-        def distances() -> list[Scored]:
-            components = query.components()
-            norm = squared_norm(components)
-            unpack = struct.Struct(f"<{query.dims}f").unpack
-            scored = []
-            for row in rows:
-                distance = None if row[8] is None else cosine_distance(components, norm, unpack(row[8]))
-                if distance is not None and math.isnan(distance):
-                    distance = None
-                scored.append(Scored(Candidate(*row[:8]), distance, row[8] is not None))
-            return scored
-
-        return distances
+        return lambda: scored_by_distance(rows, query)
 
     def rank_by_vector(
         self, tenant: str, revision: str, now: int, query: Vector, min_similarity: float, limit: int

@@ -124,19 +124,7 @@ class PythonEngine:
                 schema.VECTOR_ROWS_SQL, _numbered((tenant, revision, now, query.model, query.dims))
             ).fetchall()
 
-        def distances() -> list[Scored]:
-            components = query.components()
-            norm = squared_norm(components)
-            unpack = struct.Struct(f"<{query.dims}f").unpack
-            scored = []
-            for row in rows:
-                distance = None if row[8] is None else cosine_distance(components, norm, unpack(row[8]))
-                if distance is not None and math.isnan(distance):
-                    distance = None  # as SQLite stores a NaN result: NULL
-                scored.append(Scored(Candidate(*row[:8]), distance, row[8] is not None))
-            return scored
-
-        return distances
+        return lambda: scored_by_distance(rows, query)
 
     def rank_by_vector(
         self, tenant: str, revision: str, now: int, query: Vector, min_similarity: float, limit: int
@@ -155,6 +143,21 @@ class PythonEngine:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def scored_by_distance(rows: Sequence[Sequence[Any]], query: Vector) -> list[Scored]:
+    """Each row of VECTOR_ROWS_SQL with its cosine distance to ``query`` (None: no vector),
+    computed in Python as sqlite-vec computes it; for the engines without sqlite-vec."""
+    components = query.components()
+    norm = squared_norm(components)
+    unpack = struct.Struct(f"<{query.dims}f").unpack
+    scored = []
+    for row in rows:
+        distance = None if row[8] is None else cosine_distance(components, norm, unpack(row[8]))
+        if distance is not None and math.isnan(distance):
+            distance = None  # as SQLite stores a NaN result: NULL
+        scored.append(Scored(Candidate(*row[:8]), distance, row[8] is not None))
+    return scored
 
 
 @contextmanager
