@@ -11,8 +11,10 @@ The artifacts are built once per session and shared; each install gets its own v
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -281,3 +283,28 @@ def test_an_engine_chosen_by_name_never_warns(engine: str, without_native: None)
         else:
             with pytest.raises(EngineUnavailableError, match="not built"):
                 EvidenceStore(":memory:", engine=engine)
+
+
+def _list_assigned(path: Path, name: str) -> list[str]:
+    """The literal list assigned to ``name`` at the top of a Python file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    raise AssertionError(f"{path} assigns no {name}")
+
+
+def test_the_extension_sources_are_the_same_in_every_build() -> None:
+    """The loadable extension's C files are named in three builds (make, setup.py's extension,
+    the cffi engine, which adds the store API): one list, proven equal here."""
+    root = Path(__file__).resolve().parent.parent
+    makefile = (root / "Makefile").read_text(encoding="utf-8")
+    match = re.search(r"^EXT_SOURCES\s*:=\s*((?:.*\\\n)*.*)$", makefile, re.M)
+    assert match is not None
+    make_sources = match.group(1).replace("\\\n", " ").split()
+    loadable = _list_assigned(root / "setup.py", "LOADABLE_SOURCES")
+    engine = _list_assigned(root / "pyevidence" / "storage" / "_build_native.py", "SOURCES")
+    every_c_file = sorted(str(p.relative_to(root)) for p in (root / "csrc").glob("*.c"))
+    assert sorted(make_sources) == sorted(loadable)
+    assert sorted(engine) == sorted([*loadable, "csrc/evidence_store.c"])
+    assert sorted(engine) == every_c_file
