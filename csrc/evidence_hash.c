@@ -13,7 +13,7 @@
 **
 ** Floats and blobs are refused: a version hash must not depend on how a number
 ** prints. schema.sql builds the content and chain hashes of evidence_versions
-** from it; pyevidence/versions.py is the same encoding in Python (the engine
+** from it; pyevidence/storage/versions.py is the same encoding in Python (the engine
 ** without this extension registers that one), and tests/test_versions.py
 ** proves the two equal on random arguments.
 **

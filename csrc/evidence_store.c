@@ -22,12 +22,12 @@ enum { STMT_PUT, STMT_FORGET, STMT_RANK, STMT_CANDIDATES, N_STMT };
 
 static const char *const azStmtSql[N_STMT] = {
     /* STMT_PUT: a new version, through the view whose triggers (schema.sql) append it
-    ** to the history and point the current row at it; pyevidence/schema.py:PUT_SQL */
+    ** to the history and point the current row at it; pyevidence/storage/schema.py:PUT_SQL */
     "INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    /* STMT_FORGET: the delete trigger erases the versions; pyevidence/schema.py:FORGET_SQL */
+    /* STMT_FORGET: the delete trigger erases the versions; pyevidence/storage/schema.py:FORGET_SQL */
     "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2",
-    /* STMT_RANK: the ranking order of pyevidence/scoring.py:rank, in SQL, over eligible rows only.
+    /* STMT_RANK: the ranking order of pyevidence/ranking/scoring.py:rank, in SQL, over eligible rows only.
     ** The inner query scores; OFFSET 0 keeps SQLite from flattening it, which would
     ** compute every score twice (once for WHERE, once for the result). Only
     ** (record_id, score) go through the top-k sort; the join then reads the few
@@ -69,7 +69,7 @@ static int storeDbError(EvidenceStore *p, int rc) {
 ** opened as the plain file name it also is, by writing it "./file:...". Returns
 ** a copy to sqlite3_free, or 0 when the name can be used as it is (or on OOM, with
 ** *pNoMem set). The Python side refuses such names before they get here
-** (pyevidence/paths.py); this guards every other caller of the C API. */
+** (pyevidence/storage/paths.py); this guards every other caller of the C API. */
 static char *plainName(const char *path, int *pNoMem) {
   char *z;
   *pNoMem = 0;

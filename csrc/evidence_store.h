@@ -2,7 +2,7 @@
 ** evidence_store.h: the C API of the native engine, for the Python bindings.
 **
 ** The declarations between the CDEF markers are read verbatim by
-** pyevidence/_build_native.py (cffi's cdef), so they are plain C with no
+** pyevidence/storage/_build_native.py (cffi's cdef), so they are plain C with no
 ** preprocessor lines: this header is the only copy.
 **
 ** Ownership, in one rule: whatever a function hands out through a pointer to a

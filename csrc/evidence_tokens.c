@@ -1,7 +1,7 @@
 /*
 ** evidence_tokens.c: the token rule, and counting the distinct tokens two texts share.
 **
-** The rule is defined by pyevidence/tokens.py:
+** The rule is defined by pyevidence/core/tokens.py:
 **     re.findall(r"[a-z0-9]+", text.lower())
 ** Python lowercases with full Unicode rules and only then keeps ASCII letters
 ** and digits. Reproducing that needs no Unicode tables, because only three

@@ -1,7 +1,7 @@
 /*
 ** evidence_tokens.h: the token rule in C, and the query token set.
 **
-** The canonical rule is pyevidence/tokens.py: lowercase with Python's full
+** The canonical rule is pyevidence/core/tokens.py: lowercase with Python's full
 ** Unicode rules, then every run of [a-z0-9] is a token. See
 ** evidence_tokens.c for how this C version reproduces it byte for byte.
 */

@@ -17,7 +17,7 @@
 ** as is, and put() could never have written it. The put trigger of schema.sql
 ** refuses such text before anything is written. It passes each field as a BLOB
 ** (CAST(... AS BLOB) keeps the bytes), because the Python engine's copy of this
-** function (pyevidence/sql_functions.py) receives TEXT only after Python has
+** function (pyevidence/storage/sql_functions.py) receives TEXT only after Python has
 ** decoded it, and invalid bytes would fail there with a vague message instead.
 ** tests/test_raw_sql.py proves the two copies equal on random bytes.
 */

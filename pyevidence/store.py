@@ -74,7 +74,7 @@ def _warn_fallback_once(reason: str) -> None:
 def _open_engine(path: StorePath, engine: str, read_only: bool) -> Any:
     if not isinstance(engine, str) or engine not in ENGINES:
         raise ValidationError("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}")
-    if engine == "cluster" or (isinstance(path, str) and path.startswith("dqlite://")):
+    if engine == "cluster" or paths.is_cluster_url(path):
         # A cluster's URL in place of the file (storage/engines/cluster_engine.py).
         return importlib.import_module(".storage.engines.cluster_engine", __package__).open_cluster(
             path, engine, read_only

@@ -8,6 +8,8 @@ be acyclic, so no import order can ever find a half-initialised module.
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -116,3 +118,39 @@ def test_the_map_names_every_folder() -> None:
     assert folders == FOLDERS
     for folder in folders:
         assert f"`{folder}/`" in text, f"docs/architecture.md does not describe {folder}/"
+
+
+# Frozen copies of what earlier releases created: their comments speak of those releases' files.
+FROZEN = {
+    "pyevidence/storage/migrations/schema_v1.sql",
+    "pyevidence/storage/migrations/schema_v2.sql",
+    "pyevidence/storage/migrations/schema_v3.sql",
+}
+# A path of this tree with a file name extension; placeholders such as schema_vN are not paths.
+NAMED_PATH = re.compile(
+    r"\b((?:pyevidence|csrc|tests|docs|tools)/[A-Za-z0-9_./-]*\.(?:py|c|h|sql|md|js|toml|json|png))\b"
+)
+
+
+def test_every_file_path_named_in_the_sources_exists() -> None:
+    """Comments, docs and messages that name a file of this tree name one that exists: a file
+    moved without its mentions leaves readers looking for what is not there."""
+    root = PACKAGE.parent
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split()
+    missing = []
+    for name in tracked:
+        if name in FROZEN or not name.endswith(
+            (".py", ".c", ".h", ".sql", ".md", ".toml", ".js", "Makefile")
+        ):
+            continue
+        text = (root / name).read_text(encoding="utf-8", errors="replace")
+        for number, line in enumerate(text.splitlines(), 1):
+            for match in NAMED_PATH.finditer(line):
+                path = match.group(1)
+                if re.search(r"_vN\b|/runbooks/", path):
+                    continue
+                if not (root / path).exists():
+                    missing.append(f"{name}:{number}: {path}")
+    assert not missing, "paths that do not exist:\n" + "\n".join(missing)

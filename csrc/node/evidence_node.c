@@ -17,7 +17,7 @@
 ** with sqlite3_auto_extension(): SQLite then runs it on every connection the
 ** process opens, dqlite's included, and token_overlap(), evidence_eligible,
 ** evidence_sha256() (which schema.sql's triggers call) exist on all of them.
-** Clients (pyevidence/engines/cluster_engine.py) create the schema through the
+** Clients (pyevidence/storage/engines/cluster_engine.py) create the schema through the
 ** cluster; every node runs this same program, so the leader of any term has them.
 */
 #include <errno.h>

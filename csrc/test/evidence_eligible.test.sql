@@ -1,6 +1,6 @@
 -- evidence_eligible(tenant, revision, now): every SELECT here must return 1.
 
--- Run after pyevidence/schema.sql (run_sql_tests --init), so this is the shipped schema.
+-- Run after pyevidence/storage/schema.sql (run_sql_tests --init), so this is the shipped schema.
 
 INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at) VALUES
   ('team-a', 'rb-queue', 'v1', 'runbook', 'queue backlog: check consumer lag', 'runbook://queue/v1', 1000),

@@ -1,5 +1,5 @@
 -- evidence_sha256(): every SELECT here must return 1.
--- The expected digests come from pyevidence/hashing.py (Python's hashlib);
+-- The expected digests come from pyevidence/core/hashing.py (Python's hashlib);
 -- tests/test_versions.py checks the two on random arguments as well.
 
 

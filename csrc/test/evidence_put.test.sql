@@ -1,5 +1,5 @@
 -- Writing through evidence_put (schema.sql's triggers): every SELECT here must return 1.
--- Run after pyevidence/schema.sql (run_sql_tests --init), with this extension's evidence_sha256().
+-- Run after pyevidence/storage/schema.sql (run_sql_tests --init), with this extension's evidence_sha256().
 
 -- expires_at as a real (JavaScript hosts such as better-sqlite3 bind every number as one):
 -- a whole number is stored and hashed as that integer, the same bytes as an integer write.

@@ -5,7 +5,7 @@
 ** every input: the wide scan and the reference scanner count the same; the
 ** count is symmetric (the distinct tokens two texts share do not depend on
 ** which is the query); evidenceTokenize() walks both texts. The reference
-** scanner itself is proven equal to pyevidence/tokens.py by the Python tests.
+** scanner itself is proven equal to pyevidence/core/tokens.py by the Python tests.
 */
 #include <stdint.h>
 #include <stdlib.h>

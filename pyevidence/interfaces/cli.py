@@ -127,7 +127,7 @@ def _database(path: str, *, field: str = "--db") -> str:
 
 def _existing(path: str, *, field: str = "--db") -> str:
     """retrieve and forget never create a database: a typo must not look like 'no evidence'."""
-    if path.startswith("dqlite://"):
+    if paths.is_cluster_url(path):
         return path  # a cluster: the engine says whether it can be reached
     if not os.path.lexists(_database(path, field=field)):
         raise FileNotFoundError(f"no database at {path}; create one with 'pyevidence put'")

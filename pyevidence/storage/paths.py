@@ -40,6 +40,8 @@ from ..core.errors import SchemaError, StoreError, ValidationError
 from . import schema
 
 MEMORY = ":memory:"
+# A dqlite cluster's address in place of a file (storage/engines/cluster_engine.py).
+CLUSTER_SCHEME = "dqlite://"
 
 StorePath = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
@@ -78,6 +80,11 @@ class DatabasePath:
         syntax (``?``, ``#``, ``%``) is escaped."""
         quoted = urllib.parse.quote(os.fsencode(self.target), safe="/")
         return f"file:{quoted}?mode=ro" + ("&immutable=1" if immutable else "")
+
+
+def is_cluster_url(path: object) -> bool:
+    """Whether ``path`` names a cluster (dqlite://host:port,.../database), not a file."""
+    return isinstance(path, str) and path.startswith(CLUSTER_SCHEME)
 
 
 def checked_name(path: object, *, field: str = "path", allow_memory: bool = True) -> tuple[str, str]:

@@ -44,7 +44,7 @@
 --                 forget: evidence_sha256('pyevidence forget 2', tenant, record_id, seq)
 --   chain_hash    evidence_sha256('pyevidence chain 2', <chain_hash of chain_seq - 1,
 --                 or '' for the first>, chain_seq, record_id, seq, operation, content_hash)
--- pyevidence/versions.py verifies exactly these formulas.
+-- pyevidence/storage/versions.py verifies exactly these formulas.
 CREATE TABLE IF NOT EXISTS evidence_versions (
   tenant       TEXT    NOT NULL CHECK (trim(tenant,    char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> ''),
   chain_seq    INTEGER NOT NULL CHECK (chain_seq >= 1),

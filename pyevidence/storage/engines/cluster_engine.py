@@ -43,9 +43,9 @@ from ...core.vectors import Vector
 from ...ranking.scoring import hit_from
 from ...ranking.vector_scoring import Scored, python_rank_by_vector
 from .. import schema
+from ..paths import is_cluster_url
 from .python_engine import _statements, scored_by_distance
 
-SCHEME = "dqlite://"
 T = TypeVar("T")
 
 # How long one call keeps looking for a leader before it gives up, and how long
@@ -99,10 +99,6 @@ def _positional(sql: str, params: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
     statement of pyevidence's has a ? inside a literal.)"""
     used = [int(n) for n in _NUMBERED.findall(sql)]
     return _NUMBERED.sub("?", sql), tuple(params[n - 1] for n in used) if used else tuple(params)
-
-
-def is_cluster_url(path: object) -> bool:
-    return isinstance(path, str) and path.startswith(SCHEME)
 
 
 def parse_url(url: str) -> tuple[list[str], str]:
@@ -358,7 +354,7 @@ class ClusterEngine:
                 )
 
     def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Runs one read statement of pyevidence's own (pyevidence/versions.py)."""
+        """Runs one read statement of pyevidence's own (pyevidence/storage/versions.py)."""
         return self._read("reading the history", sql, params)
 
     @contextmanager
@@ -415,7 +411,7 @@ class ClusterEngine:
         del dest
         raise EngineUnavailableError(
             "backup() copies a file store; a cluster keeps a copy on every node. Stop one node and "
-            "copy its data directory instead (see the Cluster section of the docs)"
+            "copy its data directory instead (see docs/cluster.md)"
         )
 
     def close(self) -> None:

@@ -1,5 +1,5 @@
 -- Upgrades a pyevidence schema version 1 database to version 2, inside the
--- caller's transaction (pyevidence/schema.py runs it under BEGIN IMMEDIATE,
+-- caller's transaction (pyevidence/storage/schema.py runs it under BEGIN IMMEDIATE,
 -- after checking that the file holds exactly the version 1 schema).
 --
 -- Version 1 kept only the current row of each record. Each becomes version 1

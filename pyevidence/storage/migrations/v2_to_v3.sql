@@ -1,5 +1,5 @@
 -- Upgrades a pyevidence schema version 2 database to version 3, inside the
--- caller's transaction (pyevidence/schema.py runs it under BEGIN IMMEDIATE,
+-- caller's transaction (pyevidence/storage/schema.py runs it under BEGIN IMMEDIATE,
 -- after checking that the file holds exactly the version 2 schema).
 --
 -- Version 3 only adds: the evidence_vectors table and the triggers that keep

@@ -1,5 +1,5 @@
 -- Upgrades a pyevidence schema version 3 database to version 4, inside the
--- caller's transaction (pyevidence/schema.py runs it under BEGIN IMMEDIATE,
+-- caller's transaction (pyevidence/storage/schema.py runs it under BEGIN IMMEDIATE,
 -- after checking that the file holds exactly the version 3 schema).
 --
 -- Version 4 gives evidence_versions the CHECKs of evidence, and changes
