@@ -19,24 +19,29 @@ from pyevidence.storage.engines.cluster_engine import RANK_SQL
 pytestmark = pytest.mark.skipif(not native_available(), reason="store.query() needs the native engine")
 
 TENANTS = ["team-a", "team-b"]
+# Few words, so that many records share tokens with a query and the top-k cut matters.
+plain_text = st.lists(st.sampled_from(["queue", "lag", "disk", "Queue", "k8s", "503"]), min_size=1).map(
+    " ".join
+)
+text = plain_text | rich_text
 REVISIONS = ["v1", "v2"]
 
 puts = st.lists(
     st.tuples(
         st.sampled_from(TENANTS),
-        st.integers(0, 7),
+        st.integers(0, 11),
         st.sampled_from(REVISIONS),
-        rich_text.filter(lambda body: body.strip() != ""),
+        text.filter(lambda body: body.strip() != ""),
         st.integers(0, 20),
     ),
-    max_size=25,
+    max_size=40,
 )
 questions = st.lists(
     st.tuples(
         st.sampled_from(TENANTS),
         st.sampled_from(REVISIONS),
         st.integers(-1, 21),
-        rich_text,
+        text,
         st.integers(1, 10),
     ),
     min_size=1,
