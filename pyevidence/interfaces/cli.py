@@ -19,6 +19,7 @@ from ..core.records import KINDS
 from ..storage import paths
 from ..store import ENGINES, EvidenceStore
 from . import bulk_cli, demo, doctor, mcp_server
+from .web import serve as web_serve
 
 EXIT_OK, EXIT_STORE, EXIT_INPUT = 0, 1, 2
 DEFAULT_BENCH_SIZES = "1000,10000,100000"
@@ -97,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tenant", required=True)
 
     mcp_server.add_arguments(command("mcp", mcp_server.DESCRIPTION))
+    web_serve.add_arguments(command("serve", web_serve.DESCRIPTION))
     bulk_cli.add_import_arguments(command("import", bulk_cli.IMPORT_DESCRIPTION))
     bulk_cli.add_export_arguments(command("export", bulk_cli.EXPORT_DESCRIPTION))
     return parser
@@ -206,6 +208,8 @@ def _run(args: argparse.Namespace) -> Any:
         return {"forget": {"tenant": args.tenant, "record_id": args.record_id, "deleted": deleted}}
     if args.command == "mcp":
         return mcp_server.main(args)  # stdout carries the protocol only: nothing is printed after it
+    if args.command == "serve":
+        return web_serve.main(args)  # serves until Ctrl-C; nothing is printed on stdout
     if args.command == "import":
         return bulk_cli.run_import(args)
     if args.command == "export":
