@@ -72,7 +72,7 @@ demo: deps-build $(VENV)/.installed
 test: deps lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-py $(OTHER_PYTHONS:%=test-py-%)
 
 test-py: $(VENV)/.installed-dev
-	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) PYEVIDENCE_REQUIRE_MCP=1 $(PY) -m pytest -q
+	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) PYEVIDENCE_REQUIRE_MCP=1 PYEVIDENCE_REQUIRE_WEB=1 $(PY) -m pytest -q
 
 ## test-node: the loadable extension in Node's better-sqlite3, which binds every JavaScript
 ## number as a real: it writes and ranks there with plain numbers, and EvidenceStore reads the
@@ -96,7 +96,7 @@ $(NODE_MODULES)/better-sqlite3/package.json: | build
 
 ## test-py-X.Y: the Python suite on Python X.Y, in .venv-X.Y, without the embeddings extra
 test-py-%: $(VENV)-%/.installed-dev
-	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=0 $(VENV)-$*/bin/python -m pytest -q
+	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=0 PYEVIDENCE_REQUIRE_WEB=1 $(VENV)-$*/bin/python -m pytest -q
 
 ## test-leaks: the native engine under valgrind, driven from Python (tests/valgrind_leaks.py)
 test-leaks: $(VENV)/.installed-dev
