@@ -54,7 +54,7 @@ PYTHONS ?= 3.11 3.12 3.13
 MAIN_PYTHON_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 OTHER_PYTHONS := $(filter-out $(MAIN_PYTHON_VERSION),$(PYTHONS))
 
-.PHONY: deps deps-build demo test test-py test-c test-asan test-valgrind test-leaks test-crash test-load fuzz fuzz-quick ext bench bench-overlap lint format clean
+.PHONY: deps deps-build demo test test-py test-web test-c test-asan test-valgrind test-leaks test-crash test-load fuzz fuzz-quick ext bench bench-overlap lint format clean
 
 ## deps: check (and as root install) the system packages make test needs, before any work
 deps:
@@ -69,10 +69,23 @@ demo: deps-build $(VENV)/.installed
 	@echo "(the native engine ran this demo; $(VENV)/bin/pyevidence doctor shows what this installation has)"
 
 ## test: every check that must pass before anything lands
-test: deps lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-py $(OTHER_PYTHONS:%=test-py-%)
+test: deps lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-py test-web $(OTHER_PYTHONS:%=test-py-%)
 
 test-py: $(VENV)/.installed-dev
 	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) PYEVIDENCE_REQUIRE_MCP=1 PYEVIDENCE_REQUIRE_WEB=1 $(PY) -m pytest -q
+
+## test-web: pyevidence serve in a real browser (tests/test_web_browser.py): Playwright drives
+## Debian's chromium (Playwright's own browser download is not used), which comes from apt if
+## missing, as root. The web extra's packages come with the test extra; playwright is added here.
+## It refreshes the screenshot docs/web.md shows, docs/web-search.png.
+PLAYWRIGHT ?= playwright>=1.40,<2
+test-web: $(VENV)/.installed-dev
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "apt-get install -y chromium"; \
+	  [ "$$(id -u)" = 0 ] || { echo "chromium is missing: run the line above as root" >&2; exit 1; }; \
+	  apt-get install -y chromium; }
+	$(PIP) install '$(PLAYWRIGHT)'
+	PYEVIDENCE_REQUIRE_BROWSER=1 PYEVIDENCE_SCREENSHOT=docs/web-search.png $(PY) -m pytest -q tests/test_web_browser.py
 
 ## test-node: the loadable extension in Node's better-sqlite3, which binds every JavaScript
 ## number as a real: it writes and ranks there with plain numbers, and EvidenceStore reads the

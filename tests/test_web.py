@@ -316,3 +316,14 @@ def test_serve_never_creates_a_database(tmp_path: Path, capsys: pytest.CaptureFi
     missing = tmp_path / "typo.db"
     assert cli.main(["serve", "--db", str(missing), "--tenant", "a", "--revision", "v1"]) == 1
     assert "no database at" in capsys.readouterr().err and not missing.exists()
+
+
+def test_the_test_extra_carries_the_web_extra() -> None:
+    """make test-py and make test-web run pyevidence serve with the test extra's packages: the
+    same pins as pyproject.toml's web extra, or the suite would test another stack than users get."""
+    import tomllib
+
+    extras = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert extras["web"] and set(extras["web"]) <= set(extras["test"])
