@@ -120,6 +120,7 @@ test-leaks: $(VENV)/.installed-dev
 bench: bench-overlap $(VENV)/.installed-bench
 	$(VENV)/bin/pyevidence bench --out bench-results $(BENCH_ARGS)
 	$(VENV)/bin/pyevidence bench --vectors --out bench-results
+	$(VENV)/bin/pyevidence bench --web --out bench-results
 
 ## bench-overlap: token_overlap's wide scan against its byte-by-byte reference, in C
 bench-overlap: build/bench_overlap
@@ -130,7 +131,7 @@ build/bench_overlap: $(EXT_SOURCES) $(C_HEADERS) csrc/test/bench_overlap.c | bui
 		csrc/test/bench_overlap.c -lsqlite3
 
 $(VENV)/.installed-bench: $(VENV)/bin/python $(BUILD_INPUTS)
-	$(PIP) install -e '.[bench]'
+	$(PIP) install -e '.[bench,web]'
 	touch $@
 
 ## test-crash: the SIGKILL crash test, long (make test runs it with 24 kills)

@@ -47,6 +47,10 @@ KNOWN_NOT_RUN = {
     ),
     ("docs/ranking.md", "a wire format, not a program; tests/test_remote.py serves it on 127.0.0.1"),
     ("docs/ranking.md", "installs packages (make test installs the extra itself)"),
+    (
+        "docs/web.md",
+        "serves until Ctrl-C; tests/test_web_browser.py starts it as a subprocess and drives it in Chromium",
+    ),
 }
 
 

@@ -292,6 +292,10 @@ def test_a_broken_chain_shows_as_broken(engine: str, tmp_path: Path) -> None:
         page = client.get("/verify")
         assert "Broken at chain position 3" in page.text and "Verified" not in page.text
         assert client.get("/verify?format=json").json()["ok"] is False
+        hostile = store.history(tenant="team-a", record_id="hostile")[0].version
+        cited = client.get(f"/version?record_id=hostile&version={hostile}")
+        assert cited.status_code == 500 and "edited" not in cited.text
+        assert "no longer holds what was stored" in cited.text
 
 
 @pytest.mark.parametrize(

@@ -57,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="benchmark vector ranking instead (1,000 and 10,000 rows unless --sizes is given)",
     )
+    p.add_argument(
+        "--web",
+        action="store_true",
+        help="the search page's server time beside retrieve (100,000 rows unless --sizes is given; "
+        "needs pyevidence[web])",
+    )
 
     p = sub.add_parser("sql", help="run one read-only SQL statement where pyevidence's functions exist")
     p.add_argument("db", metavar="DB", help="the database file")
@@ -149,6 +155,17 @@ def _bench(args: argparse.Namespace) -> Any:
         raise ValidationError("sizes", f"must be comma-separated whole numbers, got {args.sizes!r}") from None
     if not sizes or min(sizes) < 10:
         raise ValidationError("sizes", "must name at least one size of 10 rows or more")
+    if args.web:
+        from .web import bench as web_bench
+
+        chosen = sorted(sizes) if args.sizes != DEFAULT_BENCH_SIZES else [100_000]
+        results = web_bench.run(chosen, seed=args.seed)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "web.json").write_text(jsonout.dumps(results))
+        (out / "web.md").write_text(web_bench.markdown(results))
+        sys.stderr.write(web_bench.markdown(results))
+        return {"written": [str(out / "web.json"), str(out / "web.md")]}
     if args.vectors:
         chosen = sorted(sizes) if args.sizes != DEFAULT_BENCH_SIZES else [1_000, 10_000]
         results = vectors.run(chosen, seed=args.seed)

@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ... import tool
 from ...core import jsonout, validation
-from ...core.errors import ValidationError
+from ...core.errors import EvidenceError, ValidationError
 from ...core.records import Version
 from ...store import ScopedStore
 from ..clock import Clock
@@ -292,7 +292,11 @@ def create_app(
             except ValidationError as exc:
                 if request.query_params.get("format") == "json":
                     return pages._json({"error": str(exc), "field": exc.field}, 400)
-                return pages._html("error.html", 400, message=str(exc))
+                return pages._html("error.html", 400, message=str(exc), title="Bad request")
+            except EvidenceError as exc:  # the store's problem (a history changed outside pyevidence)
+                if request.query_params.get("format") == "json":
+                    return pages._json({"error": str(exc), "field": None}, 500)
+                return pages._html("error.html", 500, message=str(exc), title="The store could not answer")
 
         return run
 
