@@ -331,3 +331,15 @@ def test_the_test_extra_carries_the_web_extra() -> None:
         "optional-dependencies"
     ]
     assert extras["web"] and set(extras["web"]) <= set(extras["test"])
+
+
+def test_the_web_benchmark_reports_what_the_page_adds(engine: str) -> None:
+    from pyevidence.interfaces.web import bench
+
+    results = bench.run([200], engine=engine)
+    (size,) = results["sizes"]
+    assert size["eligible_rows"] == 200 and size["queries"] == 20 and size["rounds"] == bench.ROUNDS
+    assert set(size["median_ms"]) == {"retrieve", "html", "json"}
+    assert 0 < size["median_added_ms"]["html"] < size["median_ms"]["html"]
+    assert size["within_budget"] == all(v <= bench.BUDGET_MS for v in size["median_added_ms"].values())
+    assert f"| 200 | {engine} |" in bench.markdown(results)
