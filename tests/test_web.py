@@ -165,6 +165,13 @@ def test_the_request_never_chooses_the_tenant_or_the_revision(
     assert client.get("/?q=queue&q=other").status_code == 400  # one value per parameter
 
 
+@pytest.mark.parametrize("limit", ["0", "11", "x", "\u00b2", "-1", "1e3"])
+def test_a_bad_limit_is_a_clear_400(served: tuple[TestClient, Path, dict[str, str]], limit: str) -> None:
+    client, _, _ = served
+    response = client.get("/", params={"q": "queue", "limit": limit, "format": "json"})
+    assert response.status_code == 400 and response.json()["field"] == "limit"
+
+
 def test_another_scopes_record_gets_the_same_404_as_none(
     served: tuple[TestClient, Path, dict[str, str]],
 ) -> None:

@@ -165,7 +165,7 @@ class Pages:
                 raise ValidationError("q", "is required: the words to look for")
             return self._html("search.html", query=query, result=None)
         limit = params.get("limit", "5")
-        if not limit.isdigit():
+        if not (limit.isascii() and limit.isdigit()):  # "²" is a digit to str.isdigit, not to int()
             raise ValidationError("limit", f"must be a whole number from 1 to 10; got {limit!r}")
         now = self.clock.now()
         result = self.scoped.retrieve(revision=self.revision, query=query, now=now, limit=int(limit))
