@@ -36,8 +36,7 @@ from . import text
 
 # No script at all, styles only from our own stylesheet, forms only to ourselves, never framed.
 CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
-    "base-uri 'none'; frame-ancestors 'none'"
+    "default-src 'none'; style-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 SECURITY_HEADERS = {
     "content-security-policy": CONTENT_SECURITY_POLICY,
@@ -46,6 +45,8 @@ SECURITY_HEADERS = {
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
+# The names a browser sends for a loopback address (Host: [::1]:8000 for IPv6).
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 NOT_FOUND = "No such record or version in this scope."
 PROVES = (
     "Every stored version still hashes to its content hash, each link of this tenant's chain "
@@ -279,7 +280,7 @@ def create_app(
     *,
     revision: str,
     clock: Clock,
-    allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost"),
+    allowed_hosts: tuple[str, ...] = LOOPBACK_NAMES,
 ) -> Starlette:
     """The app for one scope. ``allowed_hosts`` are the Host headers it answers (the name it is
     reached by): another name, as a DNS-rebinding page would send, gets 400."""

@@ -31,14 +31,14 @@ def main(args: argparse.Namespace) -> None:
     try:
         import uvicorn
 
-        from .app import create_app
+        from .app import LOOPBACK_NAMES, create_app
     except ImportError:
         raise EvidenceError("pyevidence serve needs the web extra: pip install 'pyevidence[web]'") from None
     from ..cli import _existing
 
     chosen_clock = clock.Clock(args.clock, args.now)
     if args.host in LOOPBACK:
-        allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost")
+        allowed_hosts: tuple[str, ...] = LOOPBACK_NAMES
     else:
         allowed_hosts = ("*",)
         print(
