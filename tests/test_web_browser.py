@@ -5,7 +5,8 @@ It searches, clicks a citation, opens the history and the diff, runs verify, sho
 bodies execute nothing and that another tenant's record is unreachable by URL, and takes the
 screenshot docs/web.md shows (PYEVIDENCE_SCREENSHOT names where; make test-web writes
 docs/web-search.png). Without playwright or /usr/bin/chromium it skips, saying why; with
-PYEVIDENCE_REQUIRE_BROWSER=1 (make test-web) it fails instead.
+PYEVIDENCE_REQUIRE_BROWSER=1 (make test-web) it fails instead. PYEVIDENCE_CHROMIUM names another
+chromium binary.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import pytest
 
 from pyevidence import EvidenceStore
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("PYEVIDENCE_CHROMIUM", "/usr/bin/chromium")  # Debian's; another one here
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
