@@ -54,7 +54,7 @@ PYTHONS ?= 3.11 3.12 3.13
 MAIN_PYTHON_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 OTHER_PYTHONS := $(filter-out $(MAIN_PYTHON_VERSION),$(PYTHONS))
 
-.PHONY: deps deps-build demo test test-py test-c test-asan test-valgrind test-leaks test-crash test-load fuzz fuzz-quick ext bench bench-overlap lint format clean
+.PHONY: deps deps-build demo test test-py test-web test-c test-asan test-valgrind test-leaks test-crash test-load fuzz fuzz-quick ext bench bench-overlap lint format clean
 
 ## deps: check (and as root install) the system packages make test needs, before any work
 deps:
@@ -69,10 +69,26 @@ demo: deps-build $(VENV)/.installed
 	@echo "(the native engine ran this demo; $(VENV)/bin/pyevidence doctor shows what this installation has)"
 
 ## test: every check that must pass before anything lands
-test: deps lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-cluster test-py $(OTHER_PYTHONS:%=test-py-%)
+test: deps lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-cluster test-py test-web $(OTHER_PYTHONS:%=test-py-%)
 
 test-py: $(VENV)/.installed-dev
-	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) PYEVIDENCE_REQUIRE_MCP=1 $(PY) -m pytest -q
+	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) PYEVIDENCE_REQUIRE_MCP=1 PYEVIDENCE_REQUIRE_WEB=1 $(PY) -m pytest -q \
+	  --ignore=tests/test_web_browser.py
+
+## test-web: pyevidence serve in a real browser (tests/test_web_browser.py): Playwright drives
+## Debian's chromium (Playwright's own browser download is not used), which comes from apt if
+## missing, as root. The web extra's packages come with the test extra; playwright is added here.
+## Its screenshot goes to build/web-search.png; WEB_SCREENSHOT=docs/web-search.png refreshes the
+## one README.md and docs/web.md show.
+PLAYWRIGHT ?= playwright>=1.40,<2
+WEB_SCREENSHOT ?= build/web-search.png
+test-web: $(VENV)/.installed-dev
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "apt-get install -y chromium"; \
+	  [ "$$(id -u)" = 0 ] || { echo "chromium is missing: run the line above as root" >&2; exit 1; }; \
+	  apt-get install -y chromium; }
+	$(PIP) install '$(PLAYWRIGHT)'
+	PYEVIDENCE_REQUIRE_BROWSER=1 PYEVIDENCE_SCREENSHOT=$(WEB_SCREENSHOT) $(PY) -m pytest -q tests/test_web_browser.py
 
 ## test-node: the loadable extension in Node's better-sqlite3, which binds every JavaScript
 ## number as a real: it writes and ranks there with plain numbers, and EvidenceStore reads the
@@ -96,8 +112,8 @@ $(NODE_MODULES)/better-sqlite3/package.json: | build
 
 ## test-py-X.Y: the Python suite on Python X.Y, in .venv-X.Y, without the embeddings extra
 test-py-%: $(VENV)-%/.installed-dev
-	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=0 PYEVIDENCE_REQUIRE_MCP=1 \
-	  $(VENV)-$*/bin/python -m pytest -q --ignore=tests/test_cluster.py
+	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=0 PYEVIDENCE_REQUIRE_MCP=1 PYEVIDENCE_REQUIRE_WEB=1 \
+	  $(VENV)-$*/bin/python -m pytest -q --ignore=tests/test_cluster.py --ignore=tests/test_web_browser.py
 
 ## test-leaks: the native engine under valgrind, driven from Python (tests/valgrind_leaks.py)
 test-leaks: $(VENV)/.installed-dev
@@ -108,6 +124,7 @@ test-leaks: $(VENV)/.installed-dev
 bench: bench-overlap $(VENV)/.installed-bench
 	$(VENV)/bin/pyevidence bench --out bench-results $(BENCH_ARGS)
 	$(VENV)/bin/pyevidence bench --vectors --out bench-results
+	$(VENV)/bin/pyevidence bench --web --out bench-results
 
 ## bench-overlap: token_overlap's wide scan against its byte-by-byte reference, in C
 bench-overlap: build/bench_overlap
@@ -118,7 +135,7 @@ build/bench_overlap: $(EXT_SOURCES) $(C_HEADERS) csrc/test/bench_overlap.c | bui
 		csrc/test/bench_overlap.c -lsqlite3
 
 $(VENV)/.installed-bench: $(VENV)/bin/python $(BUILD_INPUTS)
-	$(PIP) install -e '.[bench]'
+	$(PIP) install -e '.[bench,web]'
 	touch $@
 
 ## test-crash: the SIGKILL crash test, long (make test runs it with 24 kills)

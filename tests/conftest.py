@@ -51,11 +51,22 @@ def mcp_installed() -> bool:
     return importlib.util.find_spec("mcp") is not None
 
 
+def web_installed() -> bool:
+    """Whether the web extra (Starlette, uvicorn, Jinja2, for pyevidence serve) is installed."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) for name in ("starlette", "uvicorn", "jinja2", "httpx"))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     del config, items
     if os.environ.get("PYEVIDENCE_REQUIRE_MCP") == "1" and not mcp_installed():
         raise pytest.UsageError(
             "PYEVIDENCE_REQUIRE_MCP=1 but the mcp extra is not installed: pip install -e '.[mcp]'"
+        )
+    if os.environ.get("PYEVIDENCE_REQUIRE_WEB") == "1" and not web_installed():
+        raise pytest.UsageError(
+            "PYEVIDENCE_REQUIRE_WEB=1 but the web extra is not installed: pip install -e '.[web,test]'"
         )
     if os.environ.get("PYEVIDENCE_REQUIRE_EMBEDDINGS") == "1" and not embeddings_installed():
         raise pytest.UsageError(

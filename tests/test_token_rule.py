@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import itertools
 
-from pyevidence.core.tokens import token_overlap, tokens
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyevidence.core.tokens import token_overlap, token_spans, tokens
 
 
 @pytest.mark.parametrize(
@@ -29,3 +33,19 @@ def test_overlap_counts_distinct_shared_tokens() -> None:
     assert token_overlap("queue queue lag", "QUEUE lag lag lag other") == 2
     assert token_overlap("latency", "response time") == 0  # no synonyms
     assert token_overlap("restart", "restarted") == 0  # no stemming
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from("İIi\u212aaZ9 -Σσ")))
+def test_token_spans_are_the_tokens_where_they_stand(text: str) -> None:
+    """The web page marks a hit's matched tokens with token_spans: the same tokens as the rule,
+    each span lowering to its token (İ's span is the İ that gave the i)."""
+    spans = token_spans(text)
+    assert [token for _, _, token in spans] == tokens(text)
+    for start, end, token in spans:
+        assert token in text[start:end].lower()
+        assert 0 <= start < end <= len(text)
+    assert all(earlier[1] <= later[0] for earlier, later in itertools.pairwise(spans))
+
+
+def test_token_spans_by_example() -> None:
+    assert token_spans("\u0130stanbul QUEUE") == [(0, 1, "i"), (1, 8, "stanbul"), (9, 14, "queue")]

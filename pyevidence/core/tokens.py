@@ -29,3 +29,20 @@ def token_set(text: str) -> frozenset[str]:
 def token_overlap(query: str, body: str) -> int:
     """How many distinct tokens ``query`` and ``body`` share."""
     return len(token_set(query) & token_set(body))
+
+
+def token_spans(text: str) -> list[tuple[int, int, str]]:
+    """Where each token of ``text`` lies in ``text`` itself: (start, end, token), in order.
+
+    The tokens are exactly ``tokens(text)`` (a test proves it); the spans let a page
+    mark them in the original text. Lowercasing can lengthen a character (``İ``
+    becomes ``i`` and a combining dot), so then each lowered character remembers
+    the index of the character it came from.
+    """
+    lowered = text.lower()
+    if len(lowered) == len(text):  # every character lowered to exactly one
+        return [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(lowered)]
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        origin.extend([index] * len(char.lower()))
+    return [(origin[m.start()], origin[m.end() - 1] + 1, m.group()) for m in _TOKEN.finditer(lowered)]

@@ -1,4 +1,5 @@
-"""The ways in: the command line, the demonstration, doctor, the MCP server, import and export.
+"""The ways in: the command line, the demonstration, doctor, the MCP server, import and export,
+and the web page (web/).
 
 See docs/architecture.md: they use the public API like any user would.
 """

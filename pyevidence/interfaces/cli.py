@@ -19,6 +19,7 @@ from ..core.records import KINDS
 from ..storage import paths
 from ..store import ENGINES, EvidenceStore
 from . import bulk_cli, cluster_node, demo, doctor, mcp_server
+from .web import serve as web_serve
 
 EXIT_OK, EXIT_STORE, EXIT_INPUT = 0, 1, 2
 DEFAULT_BENCH_SIZES = "1000,10000,100000"
@@ -55,6 +56,12 @@ def _parser() -> argparse.ArgumentParser:
         "--vectors",
         action="store_true",
         help="benchmark vector ranking instead (1,000 and 10,000 rows unless --sizes is given)",
+    )
+    p.add_argument(
+        "--web",
+        action="store_true",
+        help="the search page's server time beside retrieve (100,000 rows unless --sizes is given; "
+        "needs pyevidence[web])",
     )
 
     p = sub.add_parser(
@@ -104,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tenant", required=True)
 
     mcp_server.add_arguments(command("mcp", mcp_server.DESCRIPTION))
+    web_serve.add_arguments(command("serve", web_serve.DESCRIPTION))
     bulk_cli.add_import_arguments(command("import", bulk_cli.IMPORT_DESCRIPTION))
     bulk_cli.add_export_arguments(command("export", bulk_cli.EXPORT_DESCRIPTION))
     return parser
@@ -156,6 +164,17 @@ def _bench(args: argparse.Namespace) -> Any:
         raise ValidationError("sizes", f"must be comma-separated whole numbers, got {args.sizes!r}") from None
     if not sizes or min(sizes) < 10:
         raise ValidationError("sizes", "must name at least one size of 10 rows or more")
+    if args.web:
+        from .web import bench as web_bench
+
+        chosen = sorted(sizes) if args.sizes != DEFAULT_BENCH_SIZES else [100_000]
+        results = web_bench.run(chosen, seed=args.seed)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "web.json").write_text(jsonout.dumps(results))
+        (out / "web.md").write_text(web_bench.markdown(results))
+        sys.stderr.write(web_bench.markdown(results))
+        return {"written": [str(out / "web.json"), str(out / "web.md")]}
     if args.vectors:
         chosen = sorted(sizes) if args.sizes != DEFAULT_BENCH_SIZES else [1_000, 10_000]
         results = vectors.run(chosen, seed=args.seed)
@@ -215,6 +234,8 @@ def _run(args: argparse.Namespace) -> Any:
         return {"forget": {"tenant": args.tenant, "record_id": args.record_id, "deleted": deleted}}
     if args.command == "mcp":
         return mcp_server.main(args)  # stdout carries the protocol only: nothing is printed after it
+    if args.command == "serve":
+        return web_serve.main(args)  # serves until Ctrl-C; nothing is printed on stdout
     if args.command == "import":
         return bulk_cli.run_import(args)
     if args.command == "export":

@@ -20,20 +20,20 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import time
 from typing import TYPE_CHECKING, Any
 
 from .. import tool
 from ..core import validation
-from ..core.errors import EvidenceError, ValidationError
+from ..core.errors import EvidenceError
 from ..store import EvidenceStore
+from . import clock as clocks
 
 if TYPE_CHECKING:
     import mcp_types
     from mcp.server.context import ServerRequestContext
 
 DESCRIPTION = "serve one tenant's evidence to an agent host over MCP (stdio)"
-CLOCKS = ("wall", "logical")
+CLOCKS = clocks.CLOCKS
 TEXT_BODY_CHARS = 300  # the text rendering shows this much of a body; structured content has it all
 
 
@@ -43,13 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-writes", action="store_true", help="also offer put_evidence and forget_evidence"
     )
-    parser.add_argument(
-        "--clock",
-        choices=CLOCKS,
-        default="wall",
-        help="now: wall = this machine's clock in epoch seconds (default); logical = --now N",
-    )
-    parser.add_argument("--now", type=int, metavar="N", help="the logical time, with --clock logical")
+    clocks.add_arguments(parser)
 
 
 class Binding:
@@ -65,20 +59,14 @@ class Binding:
         clock: str,
         now: int | None,
     ) -> None:
-        if clock not in CLOCKS:
-            raise ValidationError("clock", f"must be one of {', '.join(CLOCKS)}; got {clock!r}")
-        if (clock == "logical") != (now is not None):
-            raise ValidationError("now", "is given with --clock logical, and only then")
-        if now is not None:
-            validation.integer("now", now, minimum=validation.INT64_MIN, maximum=validation.INT64_MAX)
+        self._clock = clocks.Clock(clock, now)
         self.scoped = store.scoped(tenant=tenant)
         self.revision = validation.text("revision", revision)
         self.allow_writes = allow_writes
-        self._fixed_now = now
         self.tools = tool.READ_TOOLS + (tool.WRITE_TOOLS if allow_writes else ())
 
     def now(self) -> int:
-        return self._fixed_now if self._fixed_now is not None else int(time.time())
+        return self._clock.now()
 
     def call(self, name: str, arguments: Any) -> dict[str, Any]:
         return tool.run_tool(

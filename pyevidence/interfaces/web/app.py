@@ -1,0 +1,325 @@
+"""The Starlette application of `pyevidence serve`: four read-only pages over one scope.
+
+The scope (a ScopedStore for the tenant, the revision, the clock) is fixed when the app
+is made, from the operator's command line. No request can name another: a query
+parameter a page does not take is refused (400), and headers and cookies are never
+read. A record or version outside the scope gets the same 404 as one that exists
+nowhere. Every page is also JSON with ``?format=json``, in the shapes the CLI prints.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from importlib import resources
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ... import tool
+from ...core import jsonout, validation
+from ...core.errors import EvidenceError, ValidationError
+from ...core.records import Version
+from ...store import ScopedStore
+from ..clock import Clock
+from . import text
+
+# No script at all, styles only from our own stylesheet, forms only to ourselves, never framed.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "content-security-policy": CONTENT_SECURITY_POLICY,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    "cache-control": "no-store",
+}
+# The names a browser sends for a loopback address (Host: [::1]:8000 for IPv6).
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+NOT_FOUND = "No such record or version in this scope."
+PROVES = (
+    "Every stored version still hashes to its content hash, each link of this tenant's chain "
+    "follows from the one before, and every current record equals its latest version: nothing "
+    "was edited, removed or erased without a forget since those hashes were written."
+)
+DOES_NOT_PROVE = (
+    "It is tamper evidence, not proof of authorship: someone who can write the database file "
+    "can also recompute every hash. Keep a copy of a recent chain hash (or a backup) elsewhere "
+    "to detect a rewrite of the whole chain. It says nothing about whether a record is true."
+)
+
+
+class SecurityHeaders:
+    """Adds SECURITY_HEADERS to every response, errors and 404s included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("pyevidence.interfaces.web", "templates"),
+        autoescape=True,  # every template, whatever its name: all text is escaped unless marked safe
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["visible"] = text.visible
+    env.globals["link_target"] = text.link_target
+    env.globals["url"] = _url
+    return env
+
+
+def _url(path: str, **params: str) -> str:
+    return f"{path}?{urlencode(params)}" if params else path
+
+
+class Pages:
+    """The page handlers, bound to one scope."""
+
+    def __init__(self, scoped: ScopedStore, *, revision: str, clock: Clock) -> None:
+        self.scoped = scoped
+        self.revision = revision
+        self.clock = clock
+        self.env = _environment()
+        self.css = resources.files(__package__).joinpath("static/style.css").read_bytes()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _params(self, request: Request, allowed: tuple[str, ...]) -> dict[str, str]:
+        """The request's query parameters: each at most once, and only those this page takes."""
+        query = request.query_params
+        unknown = sorted({key for key in query if key not in (*allowed, "format")})
+        if unknown:
+            raise ValidationError(
+                "parameters",
+                f"unknown parameter(s) {', '.join(unknown)}; this page takes {', '.join(allowed)} "
+                "(the tenant and the revision are fixed by whoever started the server)",
+            )
+        repeated = sorted({key for key in query if len(query.getlist(key)) > 1})
+        if repeated:
+            raise ValidationError("parameters", f"{', '.join(repeated)} given more than once")
+        return {key: query[key] for key in query}
+
+    def _wants_json(self, params: Mapping[str, str]) -> bool:
+        chosen = params.get("format", "html")
+        if chosen not in ("html", "json"):
+            raise ValidationError("format", f"must be html or json; got {chosen!r}")
+        return chosen == "json"
+
+    def _html(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        page = self.env.get_template(template).render(
+            scope={"tenant": self.scoped.tenant, "revision": self.revision, "now": self.clock.now()},
+            **context,
+        )
+        return HTMLResponse(page, status_code=status)
+
+    def _json(self, value: Any, status: int = 200) -> Response:
+        return Response(jsonout.dumps(value), status_code=status, media_type="application/json")
+
+    def _in_scope(self, version: Version) -> bool:
+        """A version this page may show: stored at the served revision, or forgotten (a forget
+        erases the revision with the text, so only the hashes of it are left to show)."""
+        return version.revision == self.revision or version.revision is None
+
+    def _history(self, record_id: str) -> tuple[Version, ...]:
+        return tuple(v for v in self.scoped.history(record_id=record_id) if self._in_scope(v))
+
+    def _not_found(self, wants_json: bool, value: Any) -> Response:
+        if wants_json:
+            return self._json(value, 404)
+        return self._html("not_found.html", 404, message=NOT_FOUND)
+
+    # -- pages -------------------------------------------------------------------------------
+
+    def search(self, request: Request) -> Response:
+        params = self._params(request, ("q", "limit"))
+        wants_json = self._wants_json(params)
+        query = params.get("q", "")
+        if not query.strip():
+            if wants_json:
+                raise ValidationError("q", "is required: the words to look for")
+            return self._html("search.html", query=query, result=None)
+        limit = params.get("limit", "5")
+        if not (limit.isascii() and limit.isdigit()):  # "²" is a digit to str.isdigit, not to int()
+            raise ValidationError("limit", f"must be a whole number from 1 to 10; got {limit!r}")
+        now = self.clock.now()
+        result = self.scoped.retrieve(revision=self.revision, query=query, now=now, limit=int(limit))
+        if wants_json:  # the shape of `pyevidence retrieve`
+            scope = {"tenant": self.scoped.tenant, "revision": self.revision, "now": now}
+            return self._json({"query": query, "scope": scope, **result.to_dict()})
+        hits = [
+            {
+                "hit": hit,
+                "pieces": text.marked(hit.body, query),
+                "version_url": _url("/version", record_id=hit.record_id, version=hit.version),
+                "record_url": _url("/record", record_id=hit.record_id),
+            }
+            for hit in result
+        ]
+        return self._html("search.html", query=query, result=result, hits=hits, no_evidence=tool.NO_EVIDENCE)
+
+    def version(self, request: Request) -> Response:
+        params = self._params(request, ("record_id", "version"))
+        wants_json = self._wants_json(params)
+        record_id = params.get("record_id", "")
+        found = self.scoped.get_version(record_id=record_id, version=params.get("version", ""))
+        if found.version is None or not self._in_scope(found.version):
+            return self._not_found(wants_json, {"status": "unknown", "version": None})
+        if wants_json:  # the shape of `pyevidence get-version`
+            return self._json(found.to_dict())
+        return self._html(
+            "version.html",
+            found=found,
+            version=found.version,
+            record_url=_url("/record", record_id=record_id),
+        )
+
+    def record(self, request: Request) -> Response:
+        params = self._params(request, ("record_id",))
+        wants_json = self._wants_json(params)
+        record_id = params.get("record_id", "")
+        shown = self._history(record_id) if record_id else ()
+        # The shape of `pyevidence history`, with only this scope's versions.
+        versions = [v.to_dict() for v in shown]
+        as_json = {"tenant": self.scoped.tenant, "record_id": record_id, "versions": versions}
+        if not shown:
+            return self._not_found(wants_json, {**as_json, "versions": []})
+        if wants_json:
+            return self._json(as_json)
+        latest = shown[-1]
+        current = latest if latest.operation == "put" and not latest.forgotten else None
+        texts = [v for v in shown if not v.forgotten]
+        return self._html(
+            "record.html",
+            record_id=record_id,
+            current=current,
+            versions=[
+                {"v": v, "url": _url("/version", record_id=record_id, version=v.version)} for v in shown
+            ],
+            texts=texts,
+            default_from=texts[-2].version if len(texts) > 1 else "",
+            default_to=texts[-1].version if texts else "",
+        )
+
+    def diff(self, request: Request) -> Response:
+        params = self._params(request, ("record_id", "from", "to"))
+        wants_json = self._wants_json(params)
+        record_id = params.get("record_id", "")
+        by_version = {v.version: v for v in self._history(record_id)} if record_id else {}
+        old, new = by_version.get(params.get("from", "")), by_version.get(params.get("to", ""))
+        if old is None or new is None or old.operation != "put" or new.operation != "put":
+            nothing = {"record_id": record_id, "from": None, "to": None, "diff": None}
+            return self._not_found(wants_json, nothing)
+        lines = None
+        if not (old.forgotten or new.forgotten):
+            lines = [
+                line.rstrip("\n")
+                for line in difflib.unified_diff(
+                    _diffable(old), _diffable(new), fromfile=old.version, tofile=new.version, lineterm=""
+                )
+            ]
+        if wants_json:
+            compared = {"record_id": record_id, "from": old.to_dict(), "to": new.to_dict(), "diff": lines}
+            return self._json(compared)
+        return self._html(
+            "diff.html",
+            record_id=record_id,
+            old=old,
+            new=new,
+            lines=lines,
+            record_url=_url("/record", record_id=record_id),
+        )
+
+    def verify(self, request: Request) -> Response:
+        params = self._params(request, ())
+        wants_json = self._wants_json(params)
+        checked = self.scoped.verify()
+        if wants_json:  # the shape of `pyevidence verify`
+            return self._json(checked.to_dict())
+        return self._html("verify.html", checked=checked, proves=PROVES, does_not_prove=DOES_NOT_PROVE)
+
+    def stylesheet(self, request: Request) -> Response:
+        del request
+        return Response(self.css, media_type="text/css")
+
+
+def _diffable(version: Version) -> list[str]:
+    """A version as lines to compare: its fields, then its body."""
+    head = [f"kind: {version.kind}", f"source: {version.source}", f"expires_at: {version.expires_at}", ""]
+    return head + str(version.body).split("\n")
+
+
+def create_app(
+    scoped: ScopedStore,
+    *,
+    revision: str,
+    clock: Clock,
+    allowed_hosts: tuple[str, ...] = LOOPBACK_NAMES,
+) -> Starlette:
+    """The app for one scope. ``allowed_hosts`` are the Host headers it answers (the name it is
+    reached by): another name, as a DNS-rebinding page would send, gets 400."""
+    pages = Pages(scoped, revision=validation.text("revision", revision), clock=clock)
+
+    def handled(page: Callable[[Request], Response]) -> Callable[[Request], Response]:
+        def run(request: Request) -> Response:
+            try:
+                return page(request)
+            except ValidationError as exc:
+                if request.query_params.get("format") == "json":
+                    return pages._json({"error": str(exc), "field": exc.field}, 400)
+                return pages._html("error.html", 400, message=str(exc), title="Bad request")
+            except EvidenceError as exc:  # the store's problem (a history changed outside pyevidence)
+                if request.query_params.get("format") == "json":
+                    return pages._json({"error": str(exc), "field": None}, 500)
+                return pages._html("error.html", 500, message=str(exc), title="The store could not answer")
+
+        return run
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        del request
+        if isinstance(exc, HTTPException) and exc.status_code != 404:
+            return Response(exc.detail, status_code=exc.status_code)
+        return pages._html("not_found.html", 404, message=NOT_FOUND)
+
+    routes = [
+        Route("/", handled(pages.search), methods=["GET"]),
+        Route("/version", handled(pages.version), methods=["GET"]),
+        Route("/record", handled(pages.record), methods=["GET"]),
+        Route("/diff", handled(pages.diff), methods=["GET"]),
+        Route("/verify", handled(pages.verify), methods=["GET"]),
+        Route("/static/style.css", pages.stylesheet, methods=["GET"]),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)),
+        ],
+        exception_handlers={404: not_found},
+    )

@@ -1,0 +1,353 @@
+"""pyevidence serve, in process (Starlette's TestClient): the scope comes from the operator only,
+hostile text stays text, and every page's JSON is the CLI's output for the same question.
+
+The real-browser test is tests/test_web_browser.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="the web extra is not installed: pip install -e '.[web]'")
+from helpers import tamper
+from starlette.testclient import TestClient
+
+from pyevidence import EvidenceStore
+from pyevidence.interfaces import cli
+from pyevidence.interfaces.clock import Clock
+from pyevidence.interfaces.web import app as web_app
+from pyevidence.interfaces.web.app import create_app
+from pyevidence.tool import NO_EVIDENCE
+
+NOW = 100
+HOSTILE_BODY = '<img src=x onerror="window.__pwned=1"> queue <script>window.__pwned=1</script>'
+BIDI_ID = "runbook-\u202eexe.queue"
+TEMPLATES = Path(web_app.__file__).parent / "templates"
+
+
+def fill(path: Path, engine: str) -> dict[str, str]:
+    """Two tenants, two revisions, a forgotten record, hostile text; the version ids to cite."""
+    with EvidenceStore(path, engine=engine) as store:
+
+        def put(tenant: str, record_id: str, body: str, *, revision: str = "v1", source: str = "") -> None:
+            store.put(
+                tenant=tenant,
+                record_id=record_id,
+                revision=revision,
+                kind="runbook",
+                body=body,
+                source=source or f"runbook://{record_id}",
+                expires_at=1000,
+            )
+
+        put("team-a", "runbook-queue", "Check consumer lag.\nThen scale workers.", source="https://ex.org/q")
+        put("team-a", "runbook-queue", "Check consumer lag.\nDrain the dead-letter queue first.")
+        put("team-a", "hostile", HOSTILE_BODY, source="javascript:window.__pwned=1")
+        put("team-a", BIDI_ID, "queue notes", source="runbook://\u202equeue")
+        put("team-a", "incident-7", "queue lag after deploy 42")
+        put("team-a", "only-v2", "queue lag in the next revision", revision="v2")
+        put("team-b", "secret-b", "team-b queue lag secret")
+        put("team-b", "runbook-queue", "team-b's own queue runbook")
+        cited = {
+            "first": store.history(tenant="team-a", record_id="runbook-queue")[0].version,
+            "second": store.history(tenant="team-a", record_id="runbook-queue")[1].version,
+            "incident": store.history(tenant="team-a", record_id="incident-7")[0].version,
+            "only-v2": store.history(tenant="team-a", record_id="only-v2")[0].version,
+            "secret-b": store.history(tenant="team-b", record_id="secret-b")[0].version,
+            "b-runbook": store.history(tenant="team-b", record_id="runbook-queue")[0].version,
+        }
+        store.forget(tenant="team-a", record_id="incident-7")
+    return cited
+
+
+@pytest.fixture
+def served(engine: str, tmp_path: Path) -> Iterator[tuple[TestClient, Path, dict[str, str]]]:
+    """A TestClient over team-a at v1, on a store opened read-only as pyevidence serve opens it."""
+    path = tmp_path / "evidence.db"
+    cited = fill(path, engine)
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        app = create_app(store.scoped(tenant="team-a"), revision="v1", clock=Clock("logical", NOW))
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            yield client, path, cited
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    assert cli.main(list(args)) == 0
+    return capsys.readouterr().out
+
+
+def test_every_page_as_json_is_what_the_cli_prints(
+    served: tuple[TestClient, Path, dict[str, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    client, path, cited = served
+    db = ["--db", str(path)]
+    pairs = [
+        (
+            "/?q=consumer+lag+queue&format=json",
+            [
+                "retrieve",
+                *db,
+                "--tenant",
+                "team-a",
+                "--revision",
+                "v1",
+                "--query",
+                "consumer lag queue",
+                "--now",
+                str(NOW),
+            ],
+        ),
+        (
+            f"/version?record_id=runbook-queue&version={cited['first']}&format=json",
+            [
+                "get-version",
+                *db,
+                "--tenant",
+                "team-a",
+                "--record-id",
+                "runbook-queue",
+                "--version",
+                cited["first"],
+            ],
+        ),
+        (
+            f"/version?record_id=incident-7&version={cited['incident']}&format=json",
+            [
+                "get-version",
+                *db,
+                "--tenant",
+                "team-a",
+                "--record-id",
+                "incident-7",
+                "--version",
+                cited["incident"],
+            ],
+        ),
+        (
+            "/record?record_id=runbook-queue&format=json",
+            ["history", *db, "--tenant", "team-a", "--record-id", "runbook-queue"],
+        ),
+        ("/verify?format=json", ["verify", *db, "--tenant", "team-a"]),
+    ]
+    for url, args in pairs:
+        response = client.get(url)
+        assert (url, response.status_code, response.headers["content-type"]) == (url, 200, "application/json")
+        assert response.text == cli_json(capsys, *args), url  # the same bytes, not just the same data
+    found = client.get("/?q=consumer+lag+queue&format=json").json()
+    assert found["scope"] == {"tenant": "team-a", "revision": "v1", "now": NOW}
+    assert found["hits"][0]["record_id"] == "runbook-queue"
+
+
+def test_the_request_never_chooses_the_tenant_or_the_revision(
+    served: tuple[TestClient, Path, dict[str, str]],
+) -> None:
+    client, _, _ = served
+    plain = client.get("/?q=queue+lag+secret+revision&format=json")
+    ids = {hit["record_id"] for hit in plain.json()["hits"]}
+    assert plain.json()["eligible_count"] == 3  # team-a at v1: incident-7 was forgotten
+    assert not ids & {"secret-b", "only-v2"}
+    for name in ("tenant", "revision", "now", "db"):
+        refused = client.get(f"/?q=queue+lag&{name}=team-b")
+        assert refused.status_code == 400
+        assert f"unknown parameter(s) {name}" in refused.text
+        assert "fixed by whoever started the server" in refused.text
+        assert "secret" not in refused.text
+    hostile_headers = {"X-Tenant": "team-b", "Tenant": "team-b", "X-Revision": "v2", "Revision": "v2"}
+    client.cookies.set("tenant", "team-b")
+    client.cookies.set("revision", "v2")
+    for url in ("/?q=queue+lag+secret+revision", "/record?record_id=runbook-queue", "/verify"):
+        for fmt in ("", "&format=json" if "?" in url else "?format=json"):
+            assert client.get(url + fmt, headers=hostile_headers).text == client.get(url + fmt).text
+    assert client.get("/?q=queue&q=other").status_code == 400  # one value per parameter
+
+
+@pytest.mark.parametrize("limit", ["0", "11", "x", "\u00b2", "-1", "1e3"])
+def test_a_bad_limit_is_a_clear_400(served: tuple[TestClient, Path, dict[str, str]], limit: str) -> None:
+    client, _, _ = served
+    response = client.get("/", params={"q": "queue", "limit": limit, "format": "json"})
+    assert response.status_code == 400 and response.json()["field"] == "limit"
+
+
+def test_another_scopes_record_gets_the_same_404_as_none(
+    served: tuple[TestClient, Path, dict[str, str]],
+) -> None:
+    client, _, cited = served
+    nowhere = client.get("/record?record_id=no-such-record")
+    assert nowhere.status_code == 404
+    for record_id in ("secret-b", "only-v2"):  # another tenant's; this tenant's at another revision
+        response = client.get(f"/record?record_id={record_id}")
+        assert (response.status_code, response.text) == (404, nowhere.text)
+        as_json = client.get(f"/record?record_id={record_id}&format=json")
+        assert (as_json.status_code, as_json.json()["versions"]) == (404, [])
+    made_up = "1-" + "0" * 64
+    nowhere = client.get(f"/version?record_id=secret-b&version={made_up}")
+    assert nowhere.status_code == 404
+    others = (("secret-b", "secret-b"), ("runbook-queue", "b-runbook"), ("only-v2", "only-v2"))
+    for record_id, version in others:
+        response = client.get(f"/version?record_id={record_id}&version={cited[version]}")
+        assert (response.status_code, response.text) == (404, nowhere.text)
+        as_json = client.get(f"/version?record_id={record_id}&version={cited[version]}&format=json")
+        assert (as_json.status_code, as_json.json()) == (404, {"status": "unknown", "version": None})
+    diff = client.get(f"/diff?record_id=runbook-queue&from={cited['first']}&to={cited['b-runbook']}")
+    assert (diff.status_code, diff.text) == (404, nowhere.text)
+    assert "team-b" not in nowhere.text
+
+
+def test_every_page_renders(served: tuple[TestClient, Path, dict[str, str]]) -> None:
+    client, _, cited = served
+    search = client.get("/?q=consumer+lag")
+    assert search.status_code == 200
+    assert "<mark>lag</mark>" in search.text and "<mark>consumer</mark>" in search.text
+    assert "2 hit(s) among 3 eligible record(s)" not in search.text  # only runbook-queue shares a word
+    assert "1 hit(s) among 3 eligible record(s)." in search.text
+    assert f'href="/version?record_id=runbook-queue&amp;version={cited["second"]}"' in search.text
+    assert f"runbook://runbook-queue@{cited['second']}" in search.text
+    empty = client.get("/?q=kubernetes")
+    assert NO_EVIDENCE in empty.text and "does not mean there is no problem" in empty.text
+    assert "3 eligible record(s) in this scope, none sharing a word" in empty.text
+    assert "<mark>" not in client.get("/").text  # the query box alone
+    version = client.get(f"/version?record_id=runbook-queue&version={cited['first']}")
+    assert "Then scale workers." in version.text and "Drain" not in version.text
+    assert 'href="https://ex.org/q"' in version.text
+    record = client.get("/record?record_id=runbook-queue")
+    assert "Drain the dead-letter queue first." in record.text
+    assert cited["first"].split("-")[1] in record.text and cited["second"].split("-")[1] in record.text
+    diff = client.get(f"/diff?record_id=runbook-queue&from={cited['first']}&to={cited['second']}")
+    assert '<span class="del">-Then scale workers.</span>' in diff.text
+    assert '<span class="add">+Drain the dead-letter queue first.</span>' in diff.text
+    diff_url = f"/diff?record_id=runbook-queue&from={cited['first']}&to={cited['second']}"
+    as_json = client.get(diff_url + "&format=json")
+    assert "+Drain the dead-letter queue first." in as_json.json()["diff"]
+    verify = client.get("/verify")
+    assert "Verified: 7 version(s)" in verify.text  # team-a: 6 puts and incident-7's tombstone
+    assert "someone who can write the database file" in verify.text
+
+
+def test_a_forgotten_citation_says_forgotten(served: tuple[TestClient, Path, dict[str, str]]) -> None:
+    client, _, cited = served
+    page = client.get(f"/version?record_id=incident-7&version={cited['incident']}")
+    assert page.status_code == 200
+    assert "Forgotten: this record was forgotten after it was cited" in page.text
+    assert "deploy 42" not in page.text
+    record = client.get("/record?record_id=incident-7")
+    assert record.status_code == 200 and "the record was forgotten" in record.text
+
+
+def test_hostile_text_stays_text(served: tuple[TestClient, Path, dict[str, str]]) -> None:
+    client, _, _ = served
+    for url in ("/?q=queue", "/record?record_id=hostile"):
+        page = client.get(url)
+        assert "<img" not in page.text and "<script" not in page.text
+        assert "&lt;img src=x onerror=&#34;window.__pwned=1&#34;&gt;" in page.text
+        assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in page.text
+        hrefs = re.findall(r'href="([^"]*)"', page.text)
+        assert hrefs and not [h for h in hrefs if not h.startswith(("/", "https://"))], hrefs
+    assert "javascript:window.__pwned=1" in client.get("/record?record_id=hostile").text  # shown, not linked
+
+
+def test_bidi_controls_are_shown_not_obeyed(served: tuple[TestClient, Path, dict[str, str]]) -> None:
+    client, _, _ = served
+    search = client.get("/?q=notes")
+    assert "\u202e" not in search.text
+    assert "runbook-\\u202eexe.queue" in search.text and "runbook://\\u202equeue@" in search.text
+    record = client.get("/record", params={"record_id": BIDI_ID})
+    assert record.status_code == 200 and "\u202e" not in record.text
+    # JSON is data: the same escape as the CLI's (ASCII JSON), and the exact id when decoded.
+    hits = json.loads(client.get("/?q=notes&format=json").text)["hits"]
+    assert hits[0]["record_id"] == BIDI_ID
+
+
+def test_every_response_forbids_script(served: tuple[TestClient, Path, dict[str, str]]) -> None:
+    client, _, _ = served
+    urls = (
+        "/",
+        "/?q=queue",
+        "/verify",
+        "/record?record_id=nowhere",
+        "/?bad=1",
+        "/no-page",
+        "/static/style.css",
+    )
+    for url in urls:
+        policy = client.get(url).headers["content-security-policy"]
+        assert "default-src 'none'" in policy and "script-src" not in policy, url
+        assert "style-src 'self'" in policy and "unsafe-inline" not in policy
+    for template in TEMPLATES.glob("*.html"):  # what the policy would break, never written
+        source = template.read_text()
+        assert not re.search(r"<script|\sstyle=|\son[a-z]+=", source, re.IGNORECASE), template.name
+    assert client.post("/").status_code == 405  # read-only: GET only
+
+
+def test_another_host_name_is_refused(served: tuple[TestClient, Path, dict[str, str]]) -> None:
+    """A page that rebinds its own name to 127.0.0.1 sends its name as Host: refused."""
+    client, _, _ = served
+    assert client.get("/?q=queue", headers={"Host": "evil.example"}).status_code == 400
+    for name in ("localhost:8000", "127.0.0.1:8000", "[::1]:8000"):
+        assert client.get("/?q=queue", headers={"Host": name}).status_code == 200
+
+
+def test_a_broken_chain_shows_as_broken(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "evidence.db"
+    fill(path, engine)
+    tamper(path, "UPDATE evidence_versions SET body = 'edited' WHERE record_id = 'hostile'")
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        app = create_app(store.scoped(tenant="team-a"), revision="v1", clock=Clock("logical", NOW))
+        client = TestClient(app, base_url="http://127.0.0.1")
+        page = client.get("/verify")
+        assert "Broken at chain position 3" in page.text and "Verified" not in page.text
+        assert client.get("/verify?format=json").json()["ok"] is False
+        hostile = store.history(tenant="team-a", record_id="hostile")[0].version
+        cited = client.get(f"/version?record_id=hostile&version={hostile}")
+        assert cited.status_code == 500 and "edited" not in cited.text
+        assert "no longer holds what was stored" in cited.text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--clock", "logical"], "now: is given with --clock logical, and only then"),
+        (["--now", "5"], "now: is given with --clock logical, and only then"),
+        (["--revision", " "], "revision: "),
+    ],
+)
+def test_serve_refuses_a_bad_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    path = tmp_path / "evidence.db"
+    fill(path, "python")
+    base = ["serve", "--db", str(path), "--tenant", "team-a", "--revision", "v1", "--port", "1"]
+    assert cli.main(base + args) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_serve_never_creates_a_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "typo.db"
+    assert cli.main(["serve", "--db", str(missing), "--tenant", "a", "--revision", "v1"]) == 1
+    assert "no database at" in capsys.readouterr().err and not missing.exists()
+
+
+def test_the_test_extra_carries_the_web_extra() -> None:
+    """make test-py and make test-web run pyevidence serve with the test extra's packages: the
+    same pins as pyproject.toml's web extra, or the suite would test another stack than users get."""
+    import tomllib
+
+    extras = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert extras["web"] and set(extras["web"]) <= set(extras["test"])
+
+
+def test_the_web_benchmark_reports_what_the_page_adds(engine: str) -> None:
+    from pyevidence.interfaces.web import bench
+
+    results = bench.run([200], engine=engine)
+    (size,) = results["sizes"]
+    assert size["eligible_rows"] == 200 and size["queries"] == 20 and size["rounds"] == bench.ROUNDS
+    assert set(size["median_ms"]) == {"retrieve", "html", "json"}
+    assert 0 < size["median_added_ms"]["html"] < size["median_ms"]["html"]
+    assert size["within_budget"] == all(v <= bench.BUDGET_MS for v in size["median_added_ms"].values())
+    assert f"| 200 | {engine} |" in bench.markdown(results)
