@@ -9,7 +9,7 @@ CC     ?= cc
 
 EXT_SOURCES  := csrc/evidence_ext.c csrc/evidence_overlap.c csrc/evidence_eligible.c csrc/evidence_hash.c \
                 csrc/evidence_tokens.c csrc/evidence_tokenset.c
-STORE_SOURCES := $(EXT_SOURCES) csrc/evidence_store.c
+STORE_SOURCES := $(EXT_SOURCES) csrc/evidence_store.c csrc/evidence_batch.c
 C_HEADERS    := $(wildcard csrc/*.h)
 C_TESTS      := csrc/test/token_overlap.test.sql csrc/test/evidence_eligible.test.sql csrc/test/evidence_hash.test.sql
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard csrc/*.c) $(C_HEADERS) $(wildcard pyevidence/_build_*.py)

@@ -23,14 +23,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "evidence_hash.h"
 #include "evidence_sqlite.h"
 
-typedef struct Sha256 {
-  uint32_t h[8];
-  uint64_t nBytes;       /* message bytes so far */
-  unsigned char buf[64]; /* the block being filled */
-  size_t nBuf;
-} Sha256;
+typedef EvidenceHash Sha256;
 
 static const uint32_t aRound[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -125,6 +121,24 @@ static void sha256Field(Sha256 *s, char cTag, const void *pData, size_t n) {
   sha256Update(s, pData, n);
 }
 
+void evidenceHashInit(EvidenceHash *s) {
+  sha256Init(s);
+}
+
+void evidenceHashText(EvidenceHash *s, const char *z, size_t n) {
+  sha256Field(s, 't', z, n);
+}
+
+void evidenceHashInt(EvidenceHash *s, int64_t i) {
+  char zNum[32];
+  sqlite3_snprintf((int)sizeof(zNum), zNum, "%lld", (long long)i);
+  sha256Field(s, 'i', zNum, strlen(zNum));
+}
+
+void evidenceHashFinish(EvidenceHash *s, char zHex[65]) {
+  sha256Hex(s, zHex);
+}
+
 static void sha256Func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   Sha256 s;
   char zHex[65];
@@ -141,12 +155,7 @@ static void sha256Func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
         sha256Field(&s, 't', z, (size_t)sqlite3_value_bytes(argv[i]));
         break;
       }
-      case SQLITE_INTEGER: {
-        char zNum[32];
-        sqlite3_snprintf((int)sizeof(zNum), zNum, "%lld", (long long)sqlite3_value_int64(argv[i]));
-        sha256Field(&s, 'i', zNum, strlen(zNum));
-        break;
-      }
+      case SQLITE_INTEGER: evidenceHashInt(&s, sqlite3_value_int64(argv[i])); break;
       case SQLITE_NULL: sha256Field(&s, 'n', "", 0); break;
       default: {
         char *zMsg =

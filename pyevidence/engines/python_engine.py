@@ -13,15 +13,15 @@ import struct
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import astuple
 from typing import Any
 
 from .. import schema
 from ..errors import SchemaError, from_sqlite
-from ..hashing import sha256_fields
+from ..hashing import FIRST_PREVIOUS, sha256_fields
 from ..records import Candidate, Hit, Record
 from ..vector_scoring import Scored, python_rank_by_vector
 from ..vectors import Vector, cosine_distance, squared_norm
+from ..versions import chain_hash, content_hash
 
 
 class PythonEngine:
@@ -54,27 +54,80 @@ class PythonEngine:
             self._conn.execute(statement)
 
     def put(self, record: Record, vector: Vector | None = None) -> None:
-        if vector is None:
-            with _sqlite_errors("put"):
-                self._conn.execute(schema.PUT_SQL, astuple(record))
-            return
-        self.put_many([record], [vector])
+        self.put_many([record], None if vector is None else [vector])
 
     def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
         with _sqlite_errors("put_many" if len(records) > 1 else "put"):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 if vectors is None:
-                    self._conn.executemany(schema.PUT_SQL, map(astuple, records))
+                    self._write(records)
                 else:
+                    # A vector belongs to the version stored just before it, so each
+                    # record is written before the next one's vector.
                     for record, vector in zip(records, vectors, strict=True):
-                        self._conn.execute(schema.PUT_SQL, astuple(record))
+                        self._write([record])
                         if vector is not None:
                             self._conn.execute(schema.VECTOR_PUT_SQL, _vector_params(record, vector))
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    def _write(self, records: list[Record]) -> None:
+        """The batch writer (the same steps as csrc/evidence_batch.c): the rows that
+        schema.PUT_SQL's trigger would write for each record in turn. Each tenant's
+        chain head and each record's latest seq are read once; the versions are
+        appended in chain order; each record's current row is written once, for its
+        last version, in the primary-key order of evidence."""
+        execute = self._conn.execute
+        heads: dict[str, tuple[int, str]] = {}
+        seqs: dict[tuple[str, str], int] = {}
+        appended: list[tuple[Any, ...]] = []
+        current: dict[tuple[str, str], tuple[Any, ...]] = {}
+        for r in records:
+            tenant, record_id = r.tenant, r.record_id
+            head = heads.get(tenant)
+            if head is None:
+                head = execute(schema.CHAIN_HEAD_SQL, (tenant,)).fetchone() or (0, FIRST_PREVIOUS)
+            key = (tenant, record_id)
+            seq = seqs.get(key)
+            if seq is None:
+                seq = execute(schema.LATEST_SEQ_SQL, key).fetchone()[0] or 0
+            seq += 1
+            chain_seq = head[0] + 1
+            content = content_hash(tenant, record_id, r.revision, r.kind, r.body, r.source, r.expires_at)
+            chain = chain_hash(head[1], chain_seq, record_id, seq, "put", content)
+            heads[tenant], seqs[key] = (chain_seq, chain), seq
+            appended.append(
+                (
+                    tenant,
+                    chain_seq,
+                    record_id,
+                    seq,
+                    r.revision,
+                    r.kind,
+                    r.body,
+                    r.source,
+                    r.expires_at,
+                    content,
+                    chain,
+                )
+            )
+            current[key] = (
+                tenant,
+                r.revision,
+                r.expires_at,
+                record_id,
+                r.kind,
+                r.body,
+                r.source,
+                seq,
+                content,
+            )
+        self._conn.executemany(schema.VERSION_APPEND_SQL, appended)
+        in_key_order: list[tuple[Any, ...]] = sorted(current.values(), key=_current_key)
+        self._conn.executemany(schema.CURRENT_UPSERT_SQL, in_key_order)
 
     def forget(self, tenant: str, record_id: str) -> bool:
         with _sqlite_errors("forget"):
@@ -166,6 +219,12 @@ def _statements(sql: str) -> list[str]:
     if pending.strip() and not _only_comments(pending):
         raise SchemaError("schema.sql ends with an incomplete statement")
     return statements
+
+
+def _current_key(row: tuple[Any, ...]) -> tuple[str, str, int, str]:
+    """evidence's primary key (tenant, revision, expires_at, record_id) of a current row.
+    Python orders str by code point, which is the UTF-8 byte order SQLite's BINARY uses."""
+    return row[0], row[1], row[2], row[3]
 
 
 def _vector_params(record: Record, vector: Vector) -> tuple[str, str, str, int, bytes]:
