@@ -8,10 +8,11 @@ PIP    := $(PY) -m pip --disable-pip-version-check -q
 CC     ?= cc
 
 EXT_SOURCES  := csrc/evidence_ext.c csrc/evidence_overlap.c csrc/evidence_eligible.c csrc/evidence_hash.c \
-                csrc/evidence_tokens.c csrc/evidence_tokenset.c
+                csrc/evidence_utf8.c csrc/evidence_tokens.c csrc/evidence_tokenset.c
 STORE_SOURCES := $(EXT_SOURCES) csrc/evidence_store.c csrc/evidence_batch.c
 C_HEADERS    := $(wildcard csrc/*.h)
-C_TESTS      := csrc/test/token_overlap.test.sql csrc/test/evidence_eligible.test.sql csrc/test/evidence_hash.test.sql
+C_TESTS      := csrc/test/token_overlap.test.sql csrc/test/evidence_eligible.test.sql csrc/test/evidence_hash.test.sql \
+                csrc/test/evidence_put.test.sql csrc/test/evidence_utf8.test.sql
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard csrc/*.c) $(C_HEADERS) $(wildcard pyevidence/_build_*.py)
 
 UNAME := $(shell uname -s)
@@ -51,16 +52,36 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/pyevidence demo
 
 ## test: every check that must pass before anything lands
-test: lint test-c test-asan test-valgrind test-leaks fuzz-quick test-py
+test: lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-py
 
 test-py: $(VENV)/.installed-dev
 	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) $(PY) -m pytest -q
+
+## test-node: the loadable extension in Node's better-sqlite3, which binds every JavaScript
+## number as a real: it writes and ranks there with plain numbers, and EvidenceStore reads the
+## same file back (tests/test_node.py). better-sqlite3@12 goes into build/node (13 needs Node 22);
+## node and npm come from apt (nodejs npm) if missing, as root.
+.PHONY: test-node
+NODE_MODULES := build/node/node_modules
+AS_ROOT       = $(if $(filter 0,$(shell id -u)),,sudo)
+
+test-node: $(VENV)/.installed-dev $(NODE_MODULES)/better-sqlite3/package.json
+	PYEVIDENCE_NODE_MODULES=$(NODE_MODULES) PYEVIDENCE_REQUIRE_NODE=1 \
+	  PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) $(PY) -m pytest -q tests/test_node.py
+
+$(NODE_MODULES)/better-sqlite3/package.json: | build
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  echo "$(strip $(AS_ROOT) apt-get install -y nodejs npm)"; \
+	  $(AS_ROOT) apt-get update -q && $(AS_ROOT) apt-get install -y -q nodejs npm || exit 1; \
+	fi
+	npm install --prefix build/node --no-save --no-audit --no-fund better-sqlite3@12
+	test -f $@ && touch $@
 
 ## test-leaks: the native engine under valgrind, driven from Python (tests/valgrind_leaks.py)
 test-leaks: $(VENV)/.installed-dev
 	$(PY) tests/valgrind_leaks.py
 
-## bench: the Python engine, the native engine and the floor side by side (see README "Performance");
+## bench: the Python engine, the native engine and the floor side by side (see docs/performance.md);
 ## BENCH_ARGS=--full adds 1,000,000 eligible rows
 bench: bench-overlap $(VENV)/.installed-bench
 	$(VENV)/bin/pyevidence bench --out bench-results $(BENCH_ARGS)

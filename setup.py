@@ -15,6 +15,7 @@ LOADABLE_SOURCES = [
     "csrc/evidence_overlap.c",
     "csrc/evidence_eligible.c",
     "csrc/evidence_hash.c",
+    "csrc/evidence_utf8.c",
     "csrc/evidence_tokens.c",
     "csrc/evidence_tokenset.c",
 ]

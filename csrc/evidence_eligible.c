@@ -16,6 +16,9 @@
 ** All three arguments are required: tenant and revision must be text, now an
 ** integer. A missing argument is an error naming it, never a scan of every
 ** tenant; a NULL or mistyped argument is an error too, not an empty result.
+** A real that is a whole number within the 64-bit range counts as that integer,
+** as in a STRICT INTEGER column (hosts such as Node's better-sqlite3 bind every
+** number as a real): 100.0 is 100, while 100.5, Inf and 2**63 are refused.
 ** The rows are read through the index evidence_scope (tenant, revision,
 ** expires_at): one range, no other tenant's rows touched.
 **
@@ -187,15 +190,40 @@ static const char *typeName(int eType) {
   }
 }
 
-/* Checks the three arguments' types; returns SQLITE_OK or an error with a message. */
-static int eligibleCheckArgs(sqlite3_vtab *pVtab, sqlite3_value **argv) {
+/* The integer a real stands for, if it is a whole number within the 64-bit
+** range; the error message's reason otherwise. -0.0 is 0. The bounds are
+** exactly -2**63 and 2**63 as doubles, so no conversion below can overflow. */
+static const char *realToInt64(double r, sqlite3_int64 *piOut) {
+  sqlite3_int64 i;
+  if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0)) return "outside the 64-bit range";
+  i = (sqlite3_int64)r;
+  if ((double)i != r) return "not a whole number";
+  *piOut = i;
+  return 0;
+}
+
+/* Checks the three arguments and reads now into *piNow; returns SQLITE_OK or
+** an error with a message. */
+static int eligibleCheckArgs(sqlite3_vtab *pVtab, sqlite3_value **argv, sqlite3_int64 *piNow) {
   static const int aWant[ELIGIBLE_N_ARGS] = {SQLITE_TEXT, SQLITE_TEXT, SQLITE_INTEGER};
   int i;
   for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
     int eType = sqlite3_value_type(argv[i]);
-    if (eType != aWant[i]) {
+    if (eType == SQLITE_FLOAT && aWant[i] == SQLITE_INTEGER) {
+      /* shown as SQLite shows a real, to 15 digits: SQLite 3.40's printf gets more digits
+      ** wrong where long double is no wider than double (valgrind) */
+      double r = sqlite3_value_double(argv[i]);
+      const char *zWhyNot = realToInt64(r, piNow);
+      if (zWhyNot) {
+        return eligibleError(pVtab, SQLITE_ERROR,
+                             "evidence_eligible(): %s must be an integer, got real %!.15g (%s)", azArgName[i],
+                             r, zWhyNot);
+      }
+    } else if (eType != aWant[i]) {
       return eligibleError(pVtab, SQLITE_ERROR, "evidence_eligible(): %s must be %s, got %s", azArgName[i],
                            aWant[i] == SQLITE_TEXT ? "text" : "an integer", typeName(eType));
+    } else if (eType == SQLITE_INTEGER) {
+      *piNow = sqlite3_value_int64(argv[i]);
     }
   }
   return SQLITE_OK;
@@ -220,9 +248,8 @@ static int eligibleFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxS
   }
   if (argc != ELIGIBLE_N_ARGS)
     return eligibleError(cur->pVtab, SQLITE_ERROR, "evidence_eligible(): bad plan");
-  rc = eligibleCheckArgs(cur->pVtab, argv);
+  rc = eligibleCheckArgs(cur->pVtab, argv, &pCur->iNow);
   if (rc != SQLITE_OK) return rc;
-  pCur->iNow = sqlite3_value_int64(argv[2]);
   if (pCur->pStmt && pCur->idxNum != idxNum) {
     sqlite3_finalize(pCur->pStmt);
     pCur->pStmt = 0;
@@ -241,10 +268,11 @@ static int eligibleFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxS
   } else {
     sqlite3_reset(pCur->pStmt);
   }
-  for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
-    rc = sqlite3_bind_value(pCur->pStmt, i + 1, argv[i]);
-    if (rc != SQLITE_OK) return rc;
-  }
+  rc = sqlite3_bind_value(pCur->pStmt, 1, argv[0]);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_value(pCur->pStmt, 2, argv[1]);
+  /* now as the integer checked above, also when it came as a real */
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pCur->pStmt, 3, pCur->iNow);
+  if (rc != SQLITE_OK) return rc;
   pCur->bEof = 0;
   return eligibleNext(cur);
 }

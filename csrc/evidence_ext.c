@@ -12,6 +12,7 @@
 **   evidence_tokens(text)        evidence_overlap.c
 **   evidence_eligible(tenant, revision, now)   evidence_eligible.c
 **   evidence_sha256(...)         evidence_hash.c
+**   evidence_utf8_valid(x)       evidence_utf8.c
 **   evidence_version()           here: the pyevidence release these sources belong to
 **
 ** Built as a loadable extension, SQLite calls sqlite3_evidence_init() (the name
@@ -34,6 +35,7 @@ int evidenceRegisterWithStats(sqlite3 *db, EvidenceScanStats **ppStats) {
   if (rc == SQLITE_OK) rc = evidenceOverlapRegister(db);
   if (rc == SQLITE_OK) rc = evidenceEligibleRegister(db, ppStats);
   if (rc == SQLITE_OK) rc = evidenceHashRegister(db);
+  if (rc == SQLITE_OK) rc = evidenceUtf8Register(db);
   return rc;
 }
 

@@ -24,9 +24,9 @@ typedef struct EvidenceScanStats {
   sqlite3_int64 nLastScanRows;
 } EvidenceScanStats;
 
-/* Registers token_overlap(), evidence_tokens(), evidence_eligible,
-** evidence_sha256() and evidence_version() on db. With ppStats, *ppStats receives the connection's
-** scan statistics, valid until the connection closes. */
+/* Registers token_overlap(), evidence_tokens(), evidence_eligible, evidence_sha256(),
+** evidence_utf8_valid() and evidence_version() on db. With ppStats, *ppStats receives
+** the connection's scan statistics, valid until the connection closes. */
 int evidenceRegister(sqlite3 *db);
 int evidenceRegisterWithStats(sqlite3 *db, EvidenceScanStats **ppStats);
 
@@ -34,5 +34,6 @@ int evidenceRegisterWithStats(sqlite3 *db, EvidenceScanStats **ppStats);
 int evidenceOverlapRegister(sqlite3 *db);
 int evidenceEligibleRegister(sqlite3 *db, EvidenceScanStats **ppStats);
 int evidenceHashRegister(sqlite3 *db);
+int evidenceUtf8Register(sqlite3 *db);
 
 #endif /* EVIDENCE_SQLITE_H */

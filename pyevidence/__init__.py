@@ -2,7 +2,7 @@
 
 Records are stored per tenant; retrieve() first selects only the caller's tenant,
 revision and unexpired records, then ranks those by a scorer, and returns hits
-with citations. See README.md for the guarantees and the limits.
+with citations. See docs/guarantees.md for the guarantees and the limits.
 """
 
 from .errors import (

@@ -1,6 +1,6 @@
 """evidence_sha256: the hash behind record versions, in Python.
 
-The same function as csrc/evidence_hash.c (see the encoding there and in README
+The same function as csrc/evidence_hash.c (see the encoding there and in docs/python-api.md,
 "Versions and citations"); the Python engine registers this one on its
 connection, so the triggers of schema.sql compute identical hashes on both
 engines. tests/test_versions.py proves the two implementations equal.

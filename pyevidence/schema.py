@@ -9,14 +9,15 @@ same files.
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
 
-from .errors import SchemaError
+from .errors import SchemaError, StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Connection settings, applied by prepare() on every connection of both engines.
 # The busy timeout makes a writer wait for a lock instead of failing at once.
@@ -24,11 +25,11 @@ SCHEMA_VERSION = 3
 # recognised, because switching a journal mode rewrites the file header.
 # synchronous=NORMAL is WAL's usual setting: a commit survives a crash of the
 # process or of the application, but the last commits before a power loss or an
-# OS crash may be lost (never the database's integrity); see README "Guarantees".
+# OS crash may be lost (never the database's integrity); see docs/guarantees.md.
 # The page cache and memory-mapped reads are sized for a scan over the eligible
 # rows: 64 MiB of cache and up to 256 MiB mapped per connection.
 # secure_delete overwrites freed space with zeros, so forgotten text does not
-# linger in the file's free pages (README "Versions and citations").
+# linger in the file's free pages (docs/python-api.md, "Versions and citations").
 # trusted_schema=ON lets schema.sql's triggers call evidence_sha256() on a SQLite
 # built to distrust schemas by default (the stdlib cannot mark a Python function
 # innocuous); ensure() refuses any file whose schema is not byte for byte ours.
@@ -169,6 +170,13 @@ def ensure(query: Query, script: Script, where: str) -> None:
     Raises SchemaError for anything that is not a pyevidence database of a
     version this release understands, without writing to it.
     """
+    encoding = str(query("PRAGMA encoding")[0][0])
+    if encoding != "UTF-8":
+        # schema.sql's UTF-8 check reads a text's stored bytes; pyevidence writes UTF-8 files only.
+        raise SchemaError(
+            f"{where} stores its text as {encoding}, and pyevidence stores text as UTF-8 only; "
+            "open a new file instead"
+        )
     if _version(query) == 0:
         # Re-check under the write lock: another process may be creating it too.
         script("BEGIN IMMEDIATE;")
@@ -188,18 +196,56 @@ def ensure(query: Query, script: Script, where: str) -> None:
             f"{where} has pyevidence schema version {version}, newer than this release "
             f"understands ({SCHEMA_VERSION}); upgrade pyevidence to open it"
         )
-    missing = expected_objects() - set(_objects(query))
+    found = _objects(query)
+    missing = expected_objects() - set(found)
     if version < SCHEMA_VERSION or missing:
         raise SchemaError(
             f"{where} is not a pyevidence database: schema version {version} "
             f"(expected {SCHEMA_VERSION}), missing or altered: "
-            + (", ".join(sorted(name for _, name, _ in missing)) or "nothing")
+            + (", ".join(sorted(name for _, name, _, _ in missing)) or "nothing")
         )
+    _refuse_extra(found, expected_objects(), where)
+
+
+def _refuse_extra(found: list[SchemaObject], expected: frozenset[SchemaObject], where: str) -> None:
+    """Refuses a file holding any schema object that schema.sql does not create: an added
+    trigger runs inside every put and forget (it could copy each forgotten body into a
+    table of its own), a view can shadow a name pyevidence queries, a virtual table runs
+    code of its module. Only SQLite's own bookkeeping tables are let through."""
+    counts = Counter(found)  # a row listed twice is no row of ours either
+    extra = sorted(
+        obj for obj, n in counts.items() if n > 1 or (obj not in expected and obj not in _BOOKKEEPING)
+    )
+    if not extra:
+        return
+    named = ", ".join(
+        f"{kind} {name}" + (f" (on {table})" if table != name else "") for kind, name, table, _ in extra
+    )
+    drops = " ".join(
+        f"DROP {kind.upper()} IF EXISTS {_quoted(name)};"
+        for kind, name, _, _ in extra
+        if not name.lower().startswith("sqlite_")  # SQLite's own go with their table
+    )
+    raise SchemaError(
+        f"{where} holds schema objects that pyevidence's schema does not define: {named}. "
+        "pyevidence opens only a file whose every table, index, view and trigger it knows, "
+        "since an added trigger or view runs inside its reads and writes; "
+        + (f"if you added them yourself, remove them ({drops}) and open it again, " if drops else "")
+        + "or restore the store from a backup"
+    )
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 # Earlier schema versions this release upgrades in place: version -> (the
 # schema that version created, frozen; the script that upgrades it to the next).
-MIGRATIONS = {1: ("schema_v1.sql", "v1_to_v2.sql"), 2: ("schema_v2.sql", "v2_to_v3.sql")}
+MIGRATIONS = {
+    1: ("schema_v1.sql", "v1_to_v2.sql"),
+    2: ("schema_v2.sql", "v2_to_v3.sql"),
+    3: ("schema_v3.sql", "v3_to_v4.sql"),
+}
 _INCLUDE_SCHEMA = "-- @include schema.sql\n"
 
 
@@ -216,13 +262,24 @@ def _migrate(query: Query, script: Script, where: str) -> None:
     try:
         while (version := _version(query)) in MIGRATIONS:
             frozen, upgrade = MIGRATIONS[version]
-            if set(_objects(query)) != _objects_of(_package_text(frozen)):
+            found = _objects(query)
+            if set(found) != _objects_of(_package_text(frozen)):
                 raise SchemaError(
                     f"{where} says it is pyevidence schema version {version} but its tables differ "
                     "from what that version created; it is not upgraded, restore it from a backup"
                 )
-            before, _, after = _package_text(upgrade).partition(_INCLUDE_SCHEMA)
-            script(before + schema_sql() + after)
+            _refuse_extra(found, _objects_of(_package_text(frozen)), where)
+            # "@include schema.sql" is the schema of the version this step upgrades to:
+            # frozen if a later step follows, else this release's schema.sql.
+            following = MIGRATIONS.get(version + 1)
+            target = _package_text(following[0]) if following else schema_sql()
+            try:
+                script(_package_text(upgrade).replace(_INCLUDE_SCHEMA, target))
+            except (StoreError, sqlite3.Error) as exc:  # the native engine raises the one, stdlib the other
+                raise SchemaError(
+                    f"{where} could not be upgraded from pyevidence schema version {version} to "
+                    f"{version + 1}, and is left as it was: {exc}"
+                ) from None
     except BaseException:
         script("ROLLBACK;")
         raise
@@ -233,21 +290,38 @@ def _version(query: Query) -> int:
     return int(query("PRAGMA user_version")[0][0])
 
 
-_OBJECTS_SQL = "SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"
+# Every row of sqlite_schema, SQLite's own included (a file can carry a trigger named
+# sqlite_..., which SQLite runs like any other): (type, name, tbl_name, sql).
+_OBJECTS_SQL = "SELECT type, name, tbl_name, sql FROM sqlite_schema"
+SchemaObject = tuple[str, str, str, "str | None"]
+
+# Tables SQLite creates for itself, holding no code: the statistics of ANALYZE and
+# PRAGMA optimize, which steer only the query planner's choices, and sqlite_sequence,
+# which only AUTOINCREMENT reads (no pyevidence table has it) and which SQLite never
+# lets anyone drop.
+_BOOKKEEPING = frozenset(
+    ("table", name, name, sql)
+    for name, sql in (
+        ("sqlite_stat1", "CREATE TABLE sqlite_stat1(tbl,idx,stat)"),
+        ("sqlite_stat4", "CREATE TABLE sqlite_stat4(tbl,idx,neq,nlt,ndlt,sample)"),
+        ("sqlite_sequence", "CREATE TABLE sqlite_sequence(name,seq)"),
+    )
+)
 
 
-def _objects(query: Query) -> list[tuple[str, str, str]]:
-    return [(str(t), str(n), str(s)) for t, n, s in query(_OBJECTS_SQL)]
+def _objects(query: Query) -> list[SchemaObject]:
+    return [(str(t), str(n), str(tn), None if s is None else str(s)) for t, n, tn, s in query(_OBJECTS_SQL)]
 
 
-def expected_objects() -> frozenset[tuple[str, str, str]]:
-    """The (type, name, sql) rows schema.sql creates, read back from a scratch database,
-    so the check compares against what SQLite itself recorded, byte for byte."""
+def expected_objects() -> frozenset[SchemaObject]:
+    """The (type, name, tbl_name, sql) rows schema.sql creates (its automatic indexes
+    included), read back from a scratch database, so the check compares against what
+    SQLite itself recorded, byte for byte."""
     return _objects_of(schema_sql())
 
 
 @cache
-def _objects_of(sql: str) -> frozenset[tuple[str, str, str]]:
+def _objects_of(sql: str) -> frozenset[SchemaObject]:
     scratch = sqlite3.connect(":memory:")
     try:
         scratch.executescript(sql)  # creating triggers does not call evidence_sha256

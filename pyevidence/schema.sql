@@ -1,7 +1,7 @@
--- pyevidence schema, version 3. The one definition of the storage layout:
+-- pyevidence schema, version 4. The one definition of the storage layout:
 -- both engines execute this file as-is, and so can a plain SQL user whose
 -- connection has the pyevidence extension loaded (the triggers call its
--- evidence_sha256()):
+-- evidence_sha256() and evidence_utf8_valid()):
 --   sqlite3 evidence.db '.load ./evidence' '.read schema.sql'
 --
 -- Three tables. evidence_versions is the history: every put of a (tenant,
@@ -10,15 +10,25 @@
 -- current pointer: the latest version of each live record, copied into the
 -- layout the ranking scan reads (see below). Writes go through the view
 -- evidence_put (INSERT = put) and DELETE FROM evidence (= forget); the
--- triggers keep the tables consistent and refuse anything else. evidence_vectors
+-- triggers keep the tables consistent and refuse anything else, under every
+-- conflict policy (INSERT OR IGNORE, OR REPLACE, ...; tests/test_raw_sql.py). evidence_vectors
 -- holds an optional embedding of each current record, for vector ranking.
 --
 -- The CHECK constraints repeat the put() validation rules as a guard, so a
 -- raw-SQL writer cannot store a row the API would reject. "Non-empty" means
 -- "not empty after trimming whitespace", where whitespace is exactly the set
 -- of characters Python's str.isspace() accepts (tests/test_schema.py proves
--- the two agree). Emptiness is tested with <> '' rather than length(),
--- because length() stops counting at the first NUL character.
+-- the two agree). evidence_versions carries the same CHECKs on its content
+-- (NULL passes a CHECK: a forgotten version has no content left to check).
+-- A CHECK alone is not enough for a write through evidence_put: an outer
+-- INSERT OR IGNORE / OR FAIL overrides the conflict policy of the trigger's
+-- statements, and a refused current row would leave its version behind. So the
+-- put trigger refuses every bad value itself, with RAISE(ABORT), which no
+-- conflict policy overrides, before it writes anything. Text must also be valid
+-- UTF-8 (evidence_utf8_valid(), registered by the extension and by the Python
+-- engine): a CAST of other bytes to TEXT would store what put() cannot.
+-- Emptiness is tested with <> '' rather than length(), because length() stops
+-- counting at the first NUL character.
 -- The columns are declared in primary-key order first: SQLite 3.40.0-3.41.0
 -- report false "NULL value" errors in PRAGMA integrity_check for a WITHOUT ROWID
 -- table whose primary key is declared in another order than its columns.
@@ -36,16 +46,16 @@
 --                 or '' for the first>, chain_seq, record_id, seq, operation, content_hash)
 -- pyevidence/versions.py verifies exactly these formulas.
 CREATE TABLE IF NOT EXISTS evidence_versions (
-  tenant       TEXT    NOT NULL,
+  tenant       TEXT    NOT NULL CHECK (trim(tenant,    char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> ''),
   chain_seq    INTEGER NOT NULL CHECK (chain_seq >= 1),
-  record_id    TEXT    NOT NULL,
+  record_id    TEXT    NOT NULL CHECK (trim(record_id, char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> ''),
   seq          INTEGER NOT NULL CHECK (seq >= 1),
   operation    TEXT    NOT NULL CHECK (operation IN ('put', 'forget')),
-  revision     TEXT,
-  kind         TEXT,
-  body         TEXT,
-  source       TEXT,
-  expires_at   INTEGER,
+  revision     TEXT             CHECK (trim(revision,  char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> ''),
+  kind         TEXT             CHECK (kind IN ('working', 'incident', 'runbook')),
+  body         TEXT             CHECK (trim(body,      char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> ''),
+  source       TEXT             CHECK (trim(source,    char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> ''),
+  expires_at   INTEGER          CHECK (expires_at >= 0),
   content_hash TEXT    NOT NULL,
   chain_hash   TEXT    NOT NULL,
   -- A version has all of its content or none of it (forgotten, or a tombstone).
@@ -79,7 +89,8 @@ CREATE TABLE IF NOT EXISTS evidence (
 CREATE INDEX IF NOT EXISTS evidence_scope ON evidence (tenant, revision, expires_at);
 
 -- put: INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at).
--- Appends the next version to the tenant's chain, then points the current row at it.
+-- Appends the next version to the tenant's chain; the trigger after it points the
+-- current row at it.
 CREATE VIEW IF NOT EXISTS evidence_put AS
   SELECT tenant, record_id, revision, kind, body, source, expires_at FROM evidence;
 
@@ -89,11 +100,33 @@ BEGIN
   SELECT RAISE(ABORT, 'evidence_put: tenant, record_id, revision, kind, body and source must be text, expires_at an integer')
    WHERE typeof(NEW.tenant) <> 'text' OR typeof(NEW.record_id) <> 'text' OR typeof(NEW.revision) <> 'text'
       OR typeof(NEW.kind) <> 'text' OR typeof(NEW.body) <> 'text' OR typeof(NEW.source) <> 'text'
-      OR typeof(NEW.expires_at) <> 'integer';
+      OR typeof(NEW.expires_at) NOT IN ('integer', 'real');
+  -- A real that is a whole number is stored and hashed as that integer, as a STRICT
+  -- INTEGER column would (hosts such as Node's better-sqlite3 bind every number as a real).
+  -- An integer is checked against integers only: SQLite compares an integer with a real
+  -- through long double, and under valgrind, which computes that as a double, 2**63 - 1 = 2**63.
+  SELECT RAISE(ABORT, 'evidence_put: expires_at must be a whole number from 0 to 9223372036854775807')
+   WHERE CASE WHEN typeof(NEW.expires_at) = 'integer' THEN NEW.expires_at < 0
+              ELSE NOT (NEW.expires_at >= 0.0 AND NEW.expires_at < 9223372036854775808.0
+                        AND NEW.expires_at = CAST(NEW.expires_at AS INTEGER)) END;
+  -- Then the values, still before any write (see the top of this file: RAISE(ABORT)
+  -- holds under every conflict policy, a CHECK does not).
+  SELECT RAISE(ABORT, 'evidence_put: tenant, record_id, revision, kind, body and source must be valid UTF-8 text')
+   WHERE NOT (evidence_utf8_valid(CAST(NEW.tenant AS BLOB)) AND evidence_utf8_valid(CAST(NEW.record_id AS BLOB))
+              AND evidence_utf8_valid(CAST(NEW.revision AS BLOB)) AND evidence_utf8_valid(CAST(NEW.kind AS BLOB))
+              AND evidence_utf8_valid(CAST(NEW.body AS BLOB)) AND evidence_utf8_valid(CAST(NEW.source AS BLOB)));
+  SELECT RAISE(ABORT, 'evidence_put: tenant, record_id, revision, body and source must not be empty or only whitespace')
+   WHERE trim(NEW.tenant,    char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) = ''
+      OR trim(NEW.record_id, char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) = ''
+      OR trim(NEW.revision,  char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) = ''
+      OR trim(NEW.body,      char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) = ''
+      OR trim(NEW.source,    char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) = '';
+  SELECT RAISE(ABORT, 'evidence_put: kind must be working, incident or runbook')
+   WHERE NEW.kind NOT IN ('working', 'incident', 'runbook');
   INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation,
                                  revision, kind, body, source, expires_at, content_hash, chain_hash)
   SELECT NEW.tenant, link.chain_seq, NEW.record_id, link.seq, 'put',
-         NEW.revision, NEW.kind, NEW.body, NEW.source, NEW.expires_at, link.content_hash,
+         NEW.revision, NEW.kind, NEW.body, NEW.source, CAST(NEW.expires_at AS INTEGER), link.content_hash,
          evidence_sha256('pyevidence chain 2', link.previous, link.chain_seq, NEW.record_id, link.seq,
                          'put', link.content_hash)
   FROM (SELECT
@@ -103,12 +136,17 @@ BEGIN
           coalesce((SELECT chain_hash FROM evidence_versions
                      WHERE tenant = NEW.tenant ORDER BY chain_seq DESC LIMIT 1), '') AS previous,
           evidence_sha256('pyevidence content 2', NEW.tenant, NEW.record_id, NEW.revision, NEW.kind,
-                          NEW.body, NEW.source, NEW.expires_at) AS content_hash) AS link;
+                          NEW.body, NEW.source, CAST(NEW.expires_at AS INTEGER)) AS content_hash) AS link;
+END;
+
+-- Every put version appended (by the trigger above, or as a raw next link, which
+-- evidence_versions_are_appended checks) becomes its record's current row.
+CREATE TRIGGER IF NOT EXISTS evidence_versions_point_the_current_row AFTER INSERT ON evidence_versions
+WHEN NEW.operation = 'put'
+BEGIN
   INSERT INTO evidence (tenant, revision, expires_at, record_id, kind, body, source, version, content_hash)
-  SELECT tenant, revision, expires_at, record_id, kind, body, source, seq, content_hash
-    FROM evidence_versions
-   WHERE tenant = NEW.tenant
-     AND chain_seq = (SELECT max(chain_seq) FROM evidence_versions WHERE tenant = NEW.tenant)
+  VALUES (NEW.tenant, NEW.revision, NEW.expires_at, NEW.record_id, NEW.kind, NEW.body, NEW.source, NEW.seq,
+          NEW.content_hash)
   ON CONFLICT (tenant, record_id) DO UPDATE SET
     revision = excluded.revision, expires_at = excluded.expires_at, kind = excluded.kind,
     body = excluded.body, source = excluded.source, version = excluded.version,
@@ -139,26 +177,66 @@ BEGIN
    WHERE tenant = OLD.tenant AND record_id = OLD.record_id AND operation = 'put' AND body IS NOT NULL;
 END;
 
--- The current row must be, field for field, a stored version of its record:
--- a write to evidence that did not come through evidence_put is refused.
-CREATE TRIGGER IF NOT EXISTS evidence_insert_is_a_version BEFORE INSERT ON evidence
+-- The current row must be, field for field, the latest version of its record,
+-- a put: a write to evidence that did not come through evidence_put (or that
+-- would point a record back at an older version) is refused. AFTER, not BEFORE:
+-- by then an INSERT OR REPLACE has deleted the row it replaces, and with
+-- recursive triggers on, that delete has run forget's trigger, so the check
+-- sees the chain as the statement left it.
+CREATE TRIGGER IF NOT EXISTS evidence_insert_is_the_latest_version AFTER INSERT ON evidence
 WHEN NOT EXISTS (SELECT 1 FROM evidence_versions AS v
                   WHERE v.tenant = NEW.tenant AND v.record_id = NEW.record_id AND v.seq = NEW.version
                     AND v.operation = 'put' AND v.content_hash = NEW.content_hash
                     AND v.revision = NEW.revision AND v.kind = NEW.kind AND v.body = NEW.body
-                    AND v.source = NEW.source AND v.expires_at = NEW.expires_at)
+                    AND v.source = NEW.source AND v.expires_at = NEW.expires_at
+                    AND v.seq = (SELECT max(seq) FROM evidence_versions
+                                  WHERE tenant = NEW.tenant AND record_id = NEW.record_id))
 BEGIN
   SELECT RAISE(ABORT, 'evidence rows are written through the evidence_put view (INSERT INTO evidence_put ...)');
 END;
 
-CREATE TRIGGER IF NOT EXISTS evidence_update_is_a_version BEFORE UPDATE ON evidence
+CREATE TRIGGER IF NOT EXISTS evidence_update_is_the_latest_version AFTER UPDATE ON evidence
 WHEN NOT EXISTS (SELECT 1 FROM evidence_versions AS v
                   WHERE v.tenant = NEW.tenant AND v.record_id = NEW.record_id AND v.seq = NEW.version
                     AND v.operation = 'put' AND v.content_hash = NEW.content_hash
                     AND v.revision = NEW.revision AND v.kind = NEW.kind AND v.body = NEW.body
-                    AND v.source = NEW.source AND v.expires_at = NEW.expires_at)
+                    AND v.source = NEW.source AND v.expires_at = NEW.expires_at
+                    AND v.seq = (SELECT max(seq) FROM evidence_versions
+                                  WHERE tenant = NEW.tenant AND record_id = NEW.record_id))
 BEGIN
   SELECT RAISE(ABORT, 'evidence rows are written through the evidence_put view (INSERT INTO evidence_put ...)');
+END;
+
+-- Versions are appended by evidence_put and forget only. A raw INSERT INTO
+-- evidence_versions is refused unless it is what those would append: the tenant's
+-- next link with their hashes, in valid UTF-8 (the table's CHECKs cover the other
+-- rules); a put with its content (it then becomes the current row, as a put
+-- does); a tombstone only for a record whose current row is gone and whose latest
+-- version still has its content (forget's trigger appends it at that moment).
+CREATE TRIGGER IF NOT EXISTS evidence_versions_are_appended BEFORE INSERT ON evidence_versions
+WHEN NOT (evidence_utf8_valid(CAST(NEW.tenant AS BLOB)) AND evidence_utf8_valid(CAST(NEW.record_id AS BLOB))
+          AND coalesce(evidence_utf8_valid(CAST(NEW.revision AS BLOB)), 1)
+          AND coalesce(evidence_utf8_valid(CAST(NEW.kind AS BLOB)), 1)
+          AND coalesce(evidence_utf8_valid(CAST(NEW.body AS BLOB)), 1)
+          AND coalesce(evidence_utf8_valid(CAST(NEW.source AS BLOB)), 1))
+  OR NEW.chain_seq IS NOT coalesce((SELECT max(chain_seq) FROM evidence_versions WHERE tenant = NEW.tenant), 0) + 1
+  OR NEW.seq IS NOT coalesce((SELECT max(seq) FROM evidence_versions
+                               WHERE tenant = NEW.tenant AND record_id = NEW.record_id), 0) + 1
+  OR NEW.content_hash IS NOT CASE NEW.operation
+       WHEN 'put' THEN evidence_sha256('pyevidence content 2', NEW.tenant, NEW.record_id, NEW.revision, NEW.kind,
+                                       NEW.body, NEW.source, NEW.expires_at)
+       ELSE evidence_sha256('pyevidence forget 2', NEW.tenant, NEW.record_id, NEW.seq) END
+  OR NEW.chain_hash IS NOT evidence_sha256('pyevidence chain 2',
+       coalesce((SELECT chain_hash FROM evidence_versions WHERE tenant = NEW.tenant ORDER BY chain_seq DESC LIMIT 1), ''),
+       NEW.chain_seq, NEW.record_id, NEW.seq, NEW.operation, NEW.content_hash)
+  OR (NEW.operation = 'put' AND NEW.body IS NULL)
+  OR (NEW.operation = 'forget'
+      AND (EXISTS (SELECT 1 FROM evidence WHERE tenant = NEW.tenant AND record_id = NEW.record_id)
+           OR NOT EXISTS (SELECT 1 FROM evidence_versions
+                           WHERE tenant = NEW.tenant AND record_id = NEW.record_id AND seq = NEW.seq - 1
+                             AND operation = 'put' AND body IS NOT NULL)))
+BEGIN
+  SELECT RAISE(ABORT, 'evidence_versions rows are appended by evidence_put and forget only (INSERT INTO evidence_put ..., DELETE FROM evidence ...)');
 END;
 
 -- Versions are immutable. The one change allowed is forget's erasure: the
@@ -220,6 +298,7 @@ END;
 -- A put replaces the current row (an UPDATE through evidence_put's upsert), a
 -- forget deletes it: either way the record's vector, made from the old body, goes.
 CREATE TRIGGER IF NOT EXISTS evidence_vectors_follow_puts AFTER UPDATE ON evidence
+WHEN NEW.version IS NOT OLD.version
 BEGIN
   DELETE FROM evidence_vectors WHERE tenant = OLD.tenant AND record_id = OLD.record_id;
 END;
@@ -229,4 +308,4 @@ BEGIN
   DELETE FROM evidence_vectors WHERE tenant = OLD.tenant AND record_id = OLD.record_id;
 END;
 
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;

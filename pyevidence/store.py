@@ -18,7 +18,7 @@ from .records import QueryResult, Record, Retrieval, Verification, Version, Vers
 from .scoped import ScopedStore
 from .scoring import Scorer, SetRanker, TokenScorer, rank, scorer_name
 from .vector_scoring import InStoreRanker
-from .vectors import Embedder, Vector, vector
+from .vectors import Embedder, Vector, embedding_list, vector
 
 ENGINES = ("auto", "native", "python")
 
@@ -165,11 +165,7 @@ class EvidenceStore:
         """
         checked = validation.records(records, self._limits)
         self._writable("put_many")
-        if embeddings is not None and (
-            isinstance(embeddings, (str, bytes)) or len(embeddings) != len(checked)
-        ):
-            raise ValidationError("embeddings", f"must hold one entry per record ({len(checked)})")
-        given = embeddings if embeddings is not None else [None] * len(checked)
+        given = embedding_list(embeddings, len(checked))
         vectors = [
             self._vector_of(r, e, f"embeddings[{i}]")
             for i, (r, e) in enumerate(zip(checked, given, strict=True))
@@ -195,7 +191,7 @@ class EvidenceStore:
         Eligibility is decided first, in SQL; only eligible records reach the
         scorer (default: TokenScorer, lexical overlap). An empty result means no
         evidence was found, not that no problem exists. A RemoteScorer, VectorScorer
-        or HybridScorer ranks by its own rule (README "Ranking providers"); a remote
+        or HybridScorer ranks by its own rule (docs/ranking.md); a remote
         one can fail, and then ``status`` says "unavailable" (no hits: not ranked)
         or "degraded" (its fallback ranked).
         """

@@ -5,8 +5,8 @@ evidence_vectors, tagged with the model that made it. The native engine ranks
 with sqlite-vec's vec_distance_cosine inside SQLite; the Python engine computes
 the same distance here, with every product and running sum rounded to float32
 in the same order as sqlite-vec's loop, so the two agree bit for bit where
-sqlite-vec is compiled without fused multiply-add (x86-64; README "Ranking
-providers" states the tolerance elsewhere).
+sqlite-vec is compiled without fused multiply-add (x86-64; docs/ranking.md, "Vectors"
+states the tolerance elsewhere).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numbers
 import operator
 import struct
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import ValidationError
@@ -61,9 +61,12 @@ def vector(model: str, values: object, field: str = "embedding") -> Vector:
     for i, value in enumerate(values):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise ValidationError(f"{field}[{i}]", f"must be a real number, got {type(value).__name__}")
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an int or Fraction beyond float's range: 10**400
+            number = math.inf if operator.gt(value, 0) else -math.inf
         if not math.isfinite(number) or abs(number) > MAX_COMPONENT:
-            raise ValidationError(f"{field}[{i}]", f"must be finite and within ±1e9, got {number!r}")
+            raise ValidationError(f"{field}[{i}]", f"must be finite and within ±1e9, got {_shown(value)}")
         components.append(number)
     if not 1 <= len(components) <= MAX_DIMS:
         raise ValidationError(field, f"must have 1..{MAX_DIMS} components, got {len(components)}")
@@ -72,6 +75,29 @@ def vector(model: str, values: object, field: str = "embedding") -> Vector:
     if squared_norm(packed.components()) == 0.0:
         raise ValidationError(field, "must not be the zero vector (in float32): it has no direction")
     return packed
+
+
+def _shown(value: object) -> str:
+    """A number for an error message: a huge one is not printed whole."""
+    if isinstance(value, float):
+        return repr(value)
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else ""
+    return text if text and len(text) <= 40 else f"a {type(value).__name__} beyond ±1e9"
+
+
+def embedding_list(embeddings: object, count: int) -> list[object]:
+    """put_many's ``embeddings``: None (the embedder makes every vector), or a sequence
+    (a list, a numpy array...) of one entry per record: an embedding, or None for the
+    embedder's."""
+    if embeddings is None:
+        return [None] * count
+    if not isinstance(embeddings, (str, bytes, Mapping)) and isinstance(embeddings, Iterable):
+        try:
+            if len(embeddings) == count:  # type: ignore[arg-type]
+                return list(embeddings)
+        except TypeError:  # no len(): a generator, say
+            pass
+    raise ValidationError("embeddings", f"must be a sequence holding one entry per record ({count})")
 
 
 def squared_norm(components: Sequence[float]) -> float:
@@ -134,6 +160,12 @@ class Embedder:
     def __init__(self, model: str, embed: Callable[[str], object]) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValidationError("model", "must name the embedding model, a non-empty string")
+        try:
+            model.encode("utf-8")
+        except UnicodeEncodeError as exc:  # stored with every vector, as UTF-8 text
+            raise ValidationError(
+                "model", f"is not valid Unicode text (lone surrogate at index {exc.start})"
+            ) from None
         if not callable(embed):
             raise ValidationError("embed", "must be a callable: text -> sequence of numbers")
         self.model = model

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from .errors import StoreError
 from .hashing import FIRST_PREVIOUS, sha256_fields
 from .records import ChainBreak, Verification, Version, VersionLookup
 
@@ -57,11 +58,37 @@ def history(reader: Reader, tenant: str, record_id: str) -> tuple[Version, ...]:
 
 
 def get_version(reader: Reader, tenant: str, record_id: str, seq: int, digest: str) -> VersionLookup:
+    """ "found" only for a version whose stored content still hashes to the cited digest;
+    a version altered outside pyevidence raises StoreError rather than vouch for it."""
     rows = reader.select(VERSION_SQL, (tenant, record_id, seq))
     if not rows or rows[0][3] != digest:
         return VersionLookup(status="unknown", version=None)
     version = Version(*rows[0])
+    if version.operation == "put" and _content_problem(tenant, version) is not None:
+        raise StoreError(
+            f"version {version.version} of record {record_id!r} no longer holds what was stored "
+            f"({_content_problem(tenant, version)}): the history was changed outside pyevidence; "
+            "verify() names the first broken link"
+        )
     return VersionLookup(status="forgotten" if version.forgotten else "found", version=version)
+
+
+def _content(version: Version) -> tuple[str | int | None, ...]:
+    return (version.revision, version.kind, version.body, version.source, version.expires_at)
+
+
+def _content_problem(tenant: str, version: Version) -> str | None:
+    """Why a put's stored content is not what its content hash says, or None. The
+    content is hashed exactly as stored: NULL is not 0 and not the text "None". A
+    forgotten put has no content left (all NULL); one with only some of it is broken."""
+    content = _content(version)
+    if all(value is None for value in content):
+        return None
+    if any(value is None for value in content):
+        return "part of its content is missing, which only forget may erase, and all of it"
+    if version.content_hash != sha256_fields(CONTENT_TAG, tenant, version.record_id, *content):
+        return "the stored content does not match its content hash"
+    return None
 
 
 def verify(reader: Reader, tenant: str) -> Verification:
@@ -104,25 +131,14 @@ def _chain_breaks(tenant: str, chain: list[Version]) -> list[ChainBreak]:
             erased.pop(version.record_id, None)
             for survivor in kept.pop(version.record_id, []):
                 broke(survivor, "the record was forgotten, but this version kept its content")
-        elif version.body is None:
+        elif _content(version) == (None,) * 5:
             erased.setdefault(version.record_id, []).append(version)
         else:
             kept.setdefault(version.record_id, []).append(version)
-        if (
-            version.operation == "put"
-            and version.body is not None
-            and version.content_hash
-            != content_hash(
-                tenant,
-                version.record_id,
-                str(version.revision),
-                str(version.kind),
-                version.body,
-                str(version.source),
-                int(version.expires_at or 0),
-            )
-        ):
-            broke(version, "the stored content does not match its content hash")
+        if version.operation == "put" and (problem := _content_problem(tenant, version)) is not None:
+            broke(version, problem)
+        elif version.operation == "forget" and _content(version) != (None,) * 5:
+            broke(version, "a tombstone holds content")
         if version.chain_hash != chain_hash(
             previous,
             version.chain_seq,

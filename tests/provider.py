@@ -7,6 +7,7 @@ length of its text); a test swaps ``reply`` for a function that misbehaves.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -53,7 +54,8 @@ class Provider:
 
 
 @contextmanager
-def provider() -> Iterator[Provider]:
+def provider(host: str = "127.0.0.1") -> Iterator[Provider]:
+    """The service, listening on ``host`` (an IPv4 or IPv6 address) at a free port."""
     service = Provider(url="")
 
     class Handler(BaseHTTPRequestHandler):
@@ -78,9 +80,13 @@ def provider() -> Iterator[Provider]:
         def log_message(self, format: str, *args: Any) -> None:
             del format, args
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    service.url = f"http://127.0.0.1:{server.server_address[1]}/rerank"
+    class Server(ThreadingHTTPServer):
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        daemon_threads = True
+
+    server = Server((host, 0), Handler)
+    shown = f"[{host}]" if ":" in host else host
+    service.url = f"http://{shown}:{server.server_address[1]}/rerank"
     thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:

@@ -74,22 +74,17 @@ def test_both_engines_create_byte_identical_schemas(tmp_path: Path) -> None:
     assert dumps[0] == dumps[1]
 
 
-def altered_by_raw_sql(path: Path, engine: str, sql: str) -> Path:
-    """A store's file, created by ``engine`` and then changed behind its back."""
-    EvidenceStore(path, engine=engine).close()
-    with sqlite3.connect(path) as conn:
-        conn.execute(sql)
-    conn.close()
-    return path
-
-
 @pytest.mark.parametrize("engine", ["python", "native"])
 def test_sqlite_errors_surface_as_the_same_store_error(tmp_path: Path, engine: str) -> None:
     trigger = (
         "CREATE TRIGGER frozen BEFORE INSERT ON evidence BEGIN SELECT RAISE(ABORT, 'writes frozen'); END"
     )
-    path = altered_by_raw_sql(tmp_path / "frozen.db", engine, trigger)
+    path = tmp_path / "frozen.db"
     with EvidenceStore(path, engine=engine) as store:
+        # added behind the open store's back (a file holding it would not open at all)
+        with sqlite3.connect(path) as conn:
+            conn.execute(trigger)
+        conn.close()
         with pytest.raises(StoreError, match=r"^put failed: writes frozen$"):
             store.put(**record())
         assert store.retrieve(tenant="team-a", revision="v1", query="queue", now=0).eligible_count == 0

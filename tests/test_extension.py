@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docblocks import sql_statement
 from helpers import record
 from hypothesis import given
 from hypothesis import strategies as st
@@ -186,11 +187,9 @@ def test_load_into_stdlib_sqlite3_works_or_says_why() -> None:
             pyevidence.load(connection)
 
 
-README_QUERY = (
-    "SELECT record_id, source, token_overlap(:q, body) AS score"
-    " FROM evidence_eligible('team-a', 'v1', 100)"
-    " WHERE score > 0 ORDER BY score DESC, record_id LIMIT 5;"
-)
+# The statements docs/sql.md shows, read from the page: what it documents is what is tested here.
+DOCUMENTED_QUERY = sql_statement("docs/sql.md", "SELECT record_id, source, token_overlap(:q, body)")
+DOCUMENTED_VECTOR_QUERY = sql_statement("docs/sql.md", "SELECT e.record_id, 1.0 - vec_distance_cosine")
 
 
 def sqlite3_shell() -> str:
@@ -212,7 +211,7 @@ def test_sqlite3_shell_loads_it_and_ranks_like_the_store(tmp_path: Path) -> None
         store.put(**record(record_id="other", tenant="team-b", body="queue backlog consumer lag"))
         expected = store.retrieve(tenant="team-a", revision="v1", query="queue backlog consumer lag", now=100)
     load = f".load {pyevidence.loadable_path()}"
-    script = "\n".join([load, ".parameter set :q 'queue backlog consumer lag'", README_QUERY])
+    script = "\n".join([load, ".parameter set :q 'queue backlog consumer lag'", DOCUMENTED_QUERY])
     done = subprocess.run(
         [shell, "-bail", str(db)], input=script, capture_output=True, text=True, check=False
     )
@@ -232,14 +231,6 @@ def test_schema_created_by_the_shell_is_accepted_by_the_store(tmp_path: Path) ->
     with EvidenceStore(db, engine="python") as store:
         store.put(**record())
         assert store.retrieve(tenant="team-a", revision="v1", query="queue", now=0).eligible_count == 1
-
-
-README_VECTOR_QUERY = (
-    "SELECT e.record_id, 1.0 - vec_distance_cosine(v.embedding, :q) AS similarity"
-    " FROM evidence_eligible('team-a', 'v1', 100) AS e CROSS JOIN evidence_vectors AS v"
-    " WHERE v.tenant = 'team-a' AND v.record_id = e.record_id AND v.version = e.version AND v.model = 'toy'"
-    " ORDER BY vec_distance_cosine(v.embedding, :q), e.record_id LIMIT 5;"
-)
 
 
 def test_sqlite3_shell_ranks_vectors_like_the_store(tmp_path: Path) -> None:
@@ -267,7 +258,7 @@ def test_sqlite3_shell_ranks_vectors_like_the_store(tmp_path: Path) -> None:
             f".load {pyevidence.loadable_path()}",
             f".load {sqlite_vec.loadable_path()}",
             ".parameter set :q \"vec_f32('[1, 0, 0]')\"",
-            README_VECTOR_QUERY,
+            DOCUMENTED_VECTOR_QUERY,
         ]
     )
     done = subprocess.run(

@@ -3,7 +3,9 @@ exceptions escape, and a rejected call leaves the database exactly as it was."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ from helpers import record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pyevidence import EvidenceError, EvidenceStore
+from pyevidence import Embedder, EvidenceError, EvidenceStore, HybridScorer, VectorScorer
 
 ANY = st.one_of(
     st.none(),
@@ -29,6 +31,28 @@ ANY = st.one_of(
     st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
 )
 PUT_FIELDS = ["tenant", "record_id", "revision", "kind", "body", "source", "expires_at"]
+# Components of an embedding: every kind of number, far beyond float's range too.
+NUMBER = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(10**400), max_value=10**400),
+    st.sampled_from([10**400, -(10**400), 2**1024, Fraction(10**400, 3), Fraction(1, 10**400), True]),
+    st.fractions(),
+    st.decimals(allow_nan=True),
+    ANY,
+)
+EMBEDDING = st.lists(NUMBER, max_size=10) | st.lists(st.floats(-1, 1), min_size=8, max_size=8) | ANY
+
+
+def toy(text: str) -> list[float]:
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    return [(digest[i] - 127.5) / 128 for i in range(8)]
+
+
+def embedders(draw: st.DrawFn) -> Embedder:
+    """An Embedder made of arbitrary arguments, whose function returns arbitrary values."""
+    returned = draw(EMBEDDING)
+    embed = draw(st.sampled_from([toy, lambda text: returned]) | ANY)
+    return Embedder(draw(st.sampled_from(["toy", "\ud800", "", " ", "m\x00"]) | ANY), embed)
 
 
 def dump(path: Path) -> list[Any]:
@@ -51,7 +75,14 @@ def fuzzed(tmp_path: Path, engine: str) -> Any:
 def test_arbitrary_arguments_raise_only_documented_errors(fuzzed: Any, data: st.DataObject) -> None:
     store, path = fuzzed
     before = dump(path)
-    call = data.draw(st.sampled_from(["put", "retrieve", "forget", "put_many", "query"]))
+    call = data.draw(
+        st.sampled_from(
+            [
+                *("put", "retrieve", "forget", "put_many", "query", "history", "get_version", "verify"),
+                *("embedding", "embeddings", "embedder", "vector_retrieve"),
+            ]
+        )
+    )
     changed_ok = False
     try:
         if call == "put":
@@ -67,13 +98,45 @@ def test_arbitrary_arguments_raise_only_documented_errors(fuzzed: Any, data: st.
         elif call == "put_many":
             store.put_many(data.draw(st.lists(ANY | st.just(record()), max_size=3) | ANY))
             changed_ok = True
-        else:
+        elif call == "query":
             store.query(data.draw(ANY), data.draw(st.lists(ANY, max_size=2) | ANY))
+        elif call == "history":
+            store.history(tenant=data.draw(ANY), record_id=data.draw(ANY))
+        elif call == "get_version":
+            version = data.draw(ANY | st.sampled_from(["1-" + "0" * 64, "9" * 30 + "-" + "a" * 64]))
+            store.get_version(tenant=data.draw(ANY), record_id=data.draw(ANY), version=version)
+        elif call == "verify":
+            store.verify(tenant=data.draw(ANY))
+        else:
+            changed_ok = _vector_call(path, store.engine, call, data)
     except EvidenceError:
         assert dump(path) == before  # rejected: nothing changed
         return
     if not changed_ok:
         assert dump(path) == before
+
+
+def _vector_call(path: Path, engine: str, call: str, data: st.DataObject) -> bool:
+    """Embeddings, embedders and vector ranking with arbitrary values; True if it wrote."""
+    embedder = data.draw(st.builds(lambda: Embedder("toy", toy)) | st.composite(embedders)())
+    with EvidenceStore(path, engine=engine, embedder=embedder) as store:
+        if call == "embedding":
+            store.put(**record(), embedding=data.draw(EMBEDDING | st.none()))
+            return True
+        if call == "embeddings":
+            store.put_many(
+                [record()], embeddings=data.draw(st.lists(EMBEDDING | st.none(), max_size=2) | ANY)
+            )
+            return True
+        if call == "embedder":
+            store.put(**record())
+            return True
+        scorer = data.draw(
+            st.builds(VectorScorer, st.just(embedder) | ANY, min_similarity=ANY | st.floats(-1, 1))
+            | st.builds(HybridScorer, st.just(embedder) | ANY)
+        )
+        store.retrieve(tenant="team-a", revision="v1", query=data.draw(ANY), now=0, scorer=scorer)
+        return False
 
 
 WORDS = st.sampled_from(

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from helpers import record
+from hostile_service import hostile_service, replying, scores_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from provider import Provider, Reply, length_scores, provider
@@ -302,6 +303,86 @@ def test_bad_configuration_is_refused(kwargs: dict[str, Any], field: str) -> Non
     with pytest.raises(ValidationError) as caught:
         RemoteScorer(**arguments)
     assert caught.value.field == field
+
+
+BAD_URLS = {
+    "http://[::1/": "url: is not a valid URL (Invalid IPv6 URL): 'http://[::1/'",
+    "http://[not-ipv6]/": "url: is not a valid URL",
+    "http://host:99999/": "url: is not a valid URL (Port out of range 0-65535)",
+    "http://host:abc/": "url: is not a valid URL",
+    "http://host:0/": "url: port must be between 1 and 65535: 'http://host:0/'",
+    "http://ho st/": "url: must not contain spaces or control characters: 'http://ho st/'",
+    "http://bad!host/": "url: has a host that is not a valid host name: 'http://bad!host/'",
+    "http://host/r\u00e9sum\u00e9": "url: path and query must be printable ASCII without spaces;",
+    "http://host/a b": "url: must not contain spaces or control characters",
+    "http://host/a?q=\u2603": "url: path and query must be printable ASCII",
+    "http://host/a\tb": "url: must not contain spaces or control characters: 'http://host/a\\tb'",
+    "http://host/a\nb": "url: must not contain spaces or control characters",
+    "http://host/a\x00b": "url: must not contain spaces or control characters",
+    "http://host/rerank#top": "url: must not have a #fragment (it is never sent): 'http://host/rerank#top'",
+    "http://" + "a" * 64 + ".example/": "url: has a host that is not a valid host name",
+}
+
+
+@pytest.mark.parametrize("url", list(BAD_URLS))
+def test_a_url_that_cannot_be_requested_is_refused_by_the_constructor(url: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        RemoteScorer(url, fallback=TokenScorer())
+    assert caught.value.field == "url"
+    assert str(caught.value).startswith(BAD_URLS[url])
+
+
+BAD_HEADERS: list[tuple[Any, str]] = [
+    (
+        {"X-Name": "caf\u00e9 \u2615"},
+        "the value of X-Name has U+2615 at index 5: a header value may hold printable Latin-1",
+    ),
+    ({"Authorization": "Bearer s3cret\n"}, "the value of Authorization has U+000A at index 13"),
+    ({"X-Name": "a\x00b"}, "the value of X-Name has U+0000 at index 1"),
+    ({"X-Name": "a\x7fb"}, "the value of X-Name has U+007F at index 1"),
+    ({"X-Name:": "1"}, "'X-Name:' is not a header name: use letters, digits and !#$%&'*+-.^_`|~ only"),
+    ({"X Name": "1"}, "'X Name' is not a header name"),
+    ({"X-Name\r\nInjected": "1"}, "'X-Name\\r\\nInjected' is not a header name"),
+    ({"": "1"}, "'' is not a header name"),
+    ({"X-N\u00e4me": "1"}, "'X-N\u00e4me' is not a header name"),
+    ({1: "1"}, "1 is not a header name"),
+    ({"X-Name": 1}, "the value of X-Name must be a string, got int"),
+    ({"X-Name": "1", "x-name": "2"}, "x-name is given twice (header names ignore case)"),
+    ({"Content-Length": "5"}, "Content-Length is set by pyevidence from the request body; remove it"),
+    ({"transfer-encoding": "chunked"}, "transfer-encoding is set by pyevidence from the request body"),
+    ([("X-Name", "1")], "must be a mapping of header names to values, got list"),
+]
+
+
+@pytest.mark.parametrize(("headers", "reason"), BAD_HEADERS)
+def test_headers_that_cannot_be_sent_are_refused_by_the_constructor(headers: Any, reason: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        RemoteScorer("http://127.0.0.1:9/", headers=headers, fallback=TokenScorer())
+    assert caught.value.field == "headers"
+    assert str(caught.value).startswith(f"headers: {reason}")
+    assert "s3cret" not in str(caught.value)  # a value may be a secret: errors never show it
+
+
+def test_headers_replace_the_defaults_without_regard_to_case(store: EvidenceStore) -> None:
+    put_in_scope(store, "one")
+    headers = {"user-agent": "my-agent/1", "X-Team": "caf\u00e9\tops"}
+    with hostile_service(replying(scores_for)) as service:  # it records the raw bytes of the head
+        assert retrieve(store, RemoteScorer(service.url, headers=headers)).status == "ok"
+    (request,) = service.received
+    assert b"user-agent: my-agent/1\r\n" in request.head and b"pyevidence/" not in request.head
+    assert b"X-Team: caf\xe9\tops\r\n" in request.head  # Latin-1 on the wire, as HTTP sends it
+
+
+def test_an_ipv6_url_and_a_percent_encoded_path_are_requested_as_given(store: EvidenceStore) -> None:
+    put_in_scope(store, "one")
+    with provider("::1") as service:
+        url = service.url.replace("/rerank", "/r%C3%A9sum%C3%A9?x=%20")
+        assert url.startswith("http://[::1]:")
+        assert retrieve(store, RemoteScorer(url)).status == "ok"
+    (request,) = service.received
+    port = url.split("]:")[1].split("/")[0]
+    assert request.head.startswith(b"POST /r%C3%A9sum%C3%A9?x=%20 HTTP/1.1\r\n")
+    assert f"Host: [::1]:{port}\n".encode() in request.head  # http.server's copy of the head ends lines in \n
 
 
 @pytest.fixture(scope="module")

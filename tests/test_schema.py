@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
 import sys
 from pathlib import Path
@@ -10,17 +11,18 @@ from pathlib import Path
 import pytest
 from helpers import record
 
-from pyevidence import EvidenceStore, SchemaError, schema, validation
+from pyevidence import EvidenceStore, SchemaError, schema, sql_functions, validation
 from pyevidence.errors import ValidationError
-from pyevidence.hashing import sha256_fields
 
+FIXTURES = Path(__file__).parent / "fixtures"
 SCHEMA_FILE = Path(schema.__file__).with_name("schema.sql")
 PYTHON_WHITESPACE = {c for c in range(sys.maxunicode + 1) if chr(c).isspace()}
 
 
 def test_schema_whitespace_set_is_exactly_pythons() -> None:
     lists = re.findall(r"char\(([\d,]+)\)", SCHEMA_FILE.read_text())
-    assert len(lists) == 5  # one per text column
+    # one per text column of evidence and of evidence_versions, and the put trigger's guard
+    assert len(lists) == 15
     for listed in lists:
         assert {int(c) for c in listed.split(",")} == PYTHON_WHITESPACE
 
@@ -45,7 +47,7 @@ def validation_accepts(**overrides: object) -> bool:
 @pytest.fixture
 def raw() -> sqlite3.Connection:
     conn = sqlite3.connect(":memory:")
-    conn.create_function("evidence_sha256", -1, sha256_fields, deterministic=True)
+    sql_functions.register(conn)
     conn.executescript(schema.schema_sql())
     return conn
 
@@ -102,7 +104,7 @@ def test_engine_creates_exactly_the_schema_file(engine: str, tmp_path: Path) -> 
     path = tmp_path / "e.db"
     EvidenceStore(path, engine=engine).close()
     with sqlite3.connect(path) as conn:
-        rows = conn.execute("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")
+        rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")
         assert frozenset(rows.fetchall()) == schema.expected_objects()
 
 
@@ -117,7 +119,8 @@ def foreign_db(path: Path, script: str) -> bytes:
     ("script", "message"),
     [
         ("CREATE TABLE notes (x);", "already holds notes"),
-        ("CREATE TABLE evidence (x); PRAGMA user_version = 3;", "missing or altered: evidence"),
+        ("CREATE TABLE evidence (x); PRAGMA user_version = 4;", "missing or altered: evidence"),
+        ("CREATE TABLE evidence (x); PRAGMA user_version = 3;", "version 3 but its tables differ"),
         ("CREATE TABLE evidence (x); PRAGMA user_version = 2;", "version 2 but its tables differ"),
         ("CREATE TABLE evidence (x); PRAGMA user_version = 1;", "version 1 but its tables differ"),
         ("PRAGMA user_version = 7;", "schema version 7, newer than this release"),
@@ -140,3 +143,202 @@ def test_a_file_that_is_not_sqlite_is_refused_untouched(engine: str, tmp_path: P
     with pytest.raises(SchemaError, match=r"notes\.txt"):
         EvidenceStore(path, engine=engine)
     assert path.read_bytes() == b"these are not the droids\n" * 100
+
+
+# ---- a file holding objects the schema does not define is refused
+
+COPY_FORGOTTEN = (
+    "CREATE TABLE side (body TEXT);"
+    "CREATE TRIGGER copy_bodies BEFORE UPDATE ON evidence_versions WHEN NEW.body IS NULL"
+    " BEGIN INSERT INTO side VALUES (OLD.body); END;"
+)
+
+
+def test_an_added_trigger_cannot_keep_forgotten_bodies(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "hostile.db"
+    with EvidenceStore(path, engine=engine) as store:
+        store.put(**record(body="secret runbook"))
+    with sqlite3.connect(path) as conn:
+        conn.executescript(COPY_FORGOTTEN)
+    conn.close()
+    before = path.read_bytes()
+    for read_only in (False, True):
+        with pytest.raises(SchemaError) as info:
+            EvidenceStore(path, engine=engine, read_only=read_only)
+        assert str(info.value) == (
+            f"{path} holds schema objects that pyevidence's schema does not define: table side, "
+            "trigger copy_bodies (on evidence_versions). pyevidence opens only a file whose every table, "
+            "index, view and trigger it knows, since an added trigger or view runs inside its reads and "
+            'writes; if you added them yourself, remove them (DROP TABLE IF EXISTS "side"; DROP TRIGGER '
+            'IF EXISTS "copy_bodies";) and open it again, or restore the store from a backup'
+        )
+    assert path.read_bytes() == before
+    with sqlite3.connect(path) as conn:  # the message's remedy works
+        conn.executescript('DROP TABLE IF EXISTS "side"; DROP TRIGGER IF EXISTS "copy_bodies";')
+    conn.close()
+    with EvidenceStore(path, engine=engine) as store:
+        assert store.forget(tenant="team-a", record_id="r1") and store.verify(tenant="team-a").ok
+
+
+HOSTILE = {
+    "an index": ("CREATE INDEX by_body ON evidence (body);", "index by_body (on evidence)"),
+    "a view shadowing the eligibility relation": (
+        "CREATE VIEW evidence_eligible AS SELECT * FROM evidence;",
+        "view evidence_eligible",
+    ),
+    "a trigger on the vectors": (
+        "CREATE TRIGGER keep_vectors BEFORE DELETE ON evidence_vectors BEGIN SELECT 1; END;",
+        "trigger keep_vectors (on evidence_vectors)",
+    ),
+    "a virtual table and its shadow tables": (
+        "CREATE VIRTUAL TABLE notes USING fts5(body);",
+        "table notes, table notes_config",
+    ),
+    "one of our triggers, changed": (
+        "DROP TRIGGER evidence_versions_are_kept;"
+        "CREATE TRIGGER evidence_versions_are_kept BEFORE DELETE ON evidence_versions BEGIN SELECT 1; END;",
+        "missing or altered: evidence_versions_are_kept",
+    ),
+    "an AUTOINCREMENT table": (
+        "CREATE TABLE counter (n INTEGER PRIMARY KEY AUTOINCREMENT);",
+        "table counter",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE, ids=str)
+def test_a_file_with_objects_the_schema_does_not_define_is_refused(
+    engine: str, tmp_path: Path, case: str
+) -> None:
+    script, named = HOSTILE[case]
+    path = tmp_path / "hostile.db"
+    EvidenceStore(path, engine=engine).close()
+    with sqlite3.connect(path) as conn:
+        conn.executescript(script)
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(SchemaError, match=re.escape(named)) as info:
+        EvidenceStore(path, engine=engine)
+    assert path.read_bytes() == before
+    remedy = re.search(r"remove them \((.*)\) and open it again", str(info.value))
+    if remedy is not None:  # the statements the message gives make the file open again
+        with sqlite3.connect(path) as conn:
+            conn.executescript(remedy.group(1))
+        conn.close()
+        EvidenceStore(path, engine=engine).close()
+
+
+def test_a_trigger_named_like_sqlites_own_is_refused(engine: str, tmp_path: Path) -> None:
+    # CREATE refuses the name, but a file can carry it (writable_schema), and SQLite runs it.
+    path = tmp_path / "hostile.db"
+    EvidenceStore(path, engine=engine).close()
+    trigger = "CREATE TRIGGER sqlite_keep BEFORE DELETE ON evidence BEGIN SELECT RAISE(ABORT, 'kept'); END"
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute(
+            "INSERT INTO sqlite_schema VALUES ('trigger', 'sqlite_keep', 'evidence', 0, ?)", (trigger,)
+        )
+    conn.close()
+    with pytest.raises(SchemaError, match=r"trigger sqlite_keep \(on evidence\)"):
+        EvidenceStore(path, engine=engine)
+
+
+def test_sqlites_own_statistics_and_sequence_tables_are_accepted(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "analyzed.db"
+    with EvidenceStore(path, engine=engine) as store:
+        store.put(**record())
+    with sqlite3.connect(path) as conn:  # what ANALYZE and a dropped AUTOINCREMENT table leave
+        conn.executescript(
+            "ANALYZE; CREATE TABLE counter (n INTEGER PRIMARY KEY AUTOINCREMENT);"
+            " INSERT INTO counter DEFAULT VALUES; DROP TABLE counter;"
+        )
+    conn.close()
+    with EvidenceStore(path, engine=engine) as store:
+        assert store.retrieve(tenant="team-a", revision="v1", query="queue", now=0).eligible_count == 1
+
+
+def test_a_file_that_stores_text_as_utf16_is_refused(engine: str, tmp_path: Path) -> None:
+    # the put trigger's UTF-8 check reads stored bytes: UTF-16 ones would be misjudged
+    path = tmp_path / "utf16.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA encoding = 'UTF-16le'")
+    sql_functions.register(conn)
+    conn.executescript(schema.schema_sql())
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(
+        SchemaError, match="stores its text as UTF-16le, and pyevidence stores text as UTF-8 only"
+    ):
+        EvidenceStore(path, engine=engine)
+    assert path.read_bytes() == before
+
+
+# ---- the upgrade from schema version 3 (pyevidence 0.3.0)
+
+
+def test_a_version_3_database_is_upgraded_to_version_4(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "v3.db"
+    shutil.copy(FIXTURES / "v3_store.db", path)
+    before = path.read_bytes()
+    with pytest.raises(
+        SchemaError,
+        match="schema version 3, which this release upgrades to 4 when it opens it; "
+        "open it once without read_only=True to upgrade it",
+    ):
+        EvidenceStore(path, engine=engine, read_only=True)
+    assert path.read_bytes() == before
+    with EvidenceStore(path, engine=engine) as store:
+        assert store.verify(tenant="team-a").ok and store.verify(tenant="team-b").ok
+        hits = store.retrieve(tenant="team-a", revision="v1", query="queue lag", now=0).hits
+        assert [(h.record_id, h.body, h.version[:2]) for h in hits] == [
+            ("runbook-queue", "restart the queue consumer, then check lag", "2-")
+        ]
+        assert (
+            store.retrieve(tenant="team-b", revision="v1", query="queue", now=0)[0].record_id
+            == "runbook-queue"
+        )
+        history = store.history(tenant="team-a", record_id="gone")
+        assert [(v.operation, v.forgotten) for v in history] == [("put", True), ("forget", True)]
+        assert [v.body for v in store.history(tenant="team-a", record_id="runbook-queue")] == [
+            "restart the queue consumer",
+            "restart the queue consumer, then check lag",
+        ]
+        store.put(**record(record_id="latency", body="after the upgrade"))
+        assert store.verify(tenant="team-a").ok
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")
+        assert frozenset(rows.fetchall()) == schema.expected_objects()
+        assert conn.execute("PRAGMA user_version").fetchone() == (4,)
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        # the vectors of the records untouched since 0.3.0 are kept
+        assert conn.execute("SELECT record_id FROM evidence_vectors ORDER BY 1").fetchall() == [
+            ("runbook-queue",),
+            ("runbook-queue",),
+            ("zero",),
+        ]
+    conn.close()
+    with EvidenceStore(path, engine=engine, read_only=True) as store:  # now it opens read-only too
+        assert store.verify(tenant="team-a").ok
+
+
+def test_a_version_3_database_with_a_bad_version_is_not_upgraded(engine: str, tmp_path: Path) -> None:
+    # 0.3.0 let INSERT OR IGNORE INTO evidence_put keep a version with a bad kind
+    path = tmp_path / "v3.db"
+    shutil.copy(FIXTURES / "v3_store.db", path)
+    with sqlite3.connect(path) as conn:
+        sql_functions.register(conn)
+        conn.execute(
+            "INSERT OR IGNORE INTO evidence_put VALUES ('team-a', 'odd', 'v1', 'bogus', 'b', 's', 1)"
+        )
+        assert conn.execute("SELECT kind FROM evidence_versions WHERE record_id = 'odd'").fetchall() == [
+            ("bogus",)
+        ]
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(
+        SchemaError,
+        match=r"could not be upgraded from pyevidence schema version 3 to 4, "
+        r"and is left as it was: .*CHECK constraint failed",
+    ):
+        EvidenceStore(path, engine=engine)
+    assert path.read_bytes() == before

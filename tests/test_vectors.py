@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import struct
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,8 @@ def test_raw_sql_cannot_attach_a_vector_to_another_version(engine: str, tmp_path
         ("0.5", "embedding"),
         (3.0, "embedding"),
         ([1.0] * 8193, "embedding"),
+        ([1.0, 10**400], "embedding[1]"),  # beyond float's range: no OverflowError
+        ([Fraction(-(10**400), 3)], "embedding[0]"),
     ],
 )
 def test_bad_vectors_are_refused_and_nothing_is_written(
@@ -143,6 +146,11 @@ def test_an_embedding_needs_an_embedder_to_name_its_model(store: EvidenceStore) 
         store.put(**record(), embedding=[1.0])
     with pytest.raises(ValidationError, match="one entry per record"):
         store.put_many([record()], embeddings=[[1.0], [2.0]])
+    for not_a_sequence in (False, 3, iter([[1.0]]), {"r1": [1.0]}):
+        with pytest.raises(
+            ValidationError, match=r"^embeddings: must be a sequence holding one entry per record \(1\)$"
+        ):
+            store.put_many([record()], embeddings=not_a_sequence)  # type: ignore[arg-type]
     assert store.history(tenant="team-a", record_id="r1") == ()
 
 
@@ -251,9 +259,9 @@ def test_a_version_2_database_is_upgraded_to_version_3(engine: str, tmp_path: Pa
         result = store.retrieve(query="q", scorer=VectorScorer(TOY), **SCOPE)  # type: ignore[arg-type]
         assert (result.eligible_count, result.unranked_count) == (2, 1)
     conn = sqlite3.connect(path)
-    rows = conn.execute("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")
     assert frozenset(rows.fetchall()) == schema.expected_objects()
-    assert conn.execute("PRAGMA user_version").fetchone() == (3,)
+    assert conn.execute("PRAGMA user_version").fetchone() == (4,)
     conn.close()
 
 
@@ -432,6 +440,7 @@ def test_the_python_engine_computes_distances_outside_the_store_lock(
     [
         (lambda: Embedder("", hashed), "model"),
         (lambda: Embedder("m", "not callable"), "embed"),
+        (lambda: Embedder("model \ud800", hashed), "model"),  # a lone surrogate: not storable text
         (lambda: VectorScorer("not an embedder"), "embedder"),  # type: ignore[arg-type]
         (lambda: VectorScorer(TOY, min_similarity=math.nan), "min_similarity"),
         (lambda: VectorScorer(TOY, min_similarity=True), "min_similarity"),

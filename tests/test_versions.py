@@ -14,7 +14,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import rich_text
 
-from pyevidence import EvidenceStore, SchemaError, ValidationError, native_available, schema
+from pyevidence import (
+    EvidenceStore,
+    SchemaError,
+    StoreError,
+    ValidationError,
+    native_available,
+    schema,
+    sql_functions,
+)
 from pyevidence.cli import main
 from pyevidence.hashing import sha256_fields
 
@@ -182,7 +190,7 @@ def test_delete_from_evidence_in_sql_is_a_forget(open_store: Any, tmp_path: Path
     with open_store(path) as store:
         store.put(**record())
     conn = sqlite3.connect(path)
-    conn.create_function("evidence_sha256", -1, sha256_fields, deterministic=True)
+    sql_functions.register(conn)
     with conn:
         conn.execute("DELETE FROM evidence WHERE tenant = 'team-a' AND record_id = 'r1'")
     conn.close()
@@ -255,6 +263,53 @@ def test_verify_reports_the_first_broken_link(
         assert store.verify(tenant="team-b").ok  # another tenant's chain is its own
 
 
+@pytest.mark.parametrize(
+    ("stored", "column"),
+    [({"expires_at": 0}, "expires_at"), ({"revision": "None"}, "revision"), ({"source": "None"}, "source")],
+    ids=["expires_at 0", "revision 'None'", "source 'None'"],
+)
+def test_verify_hashes_what_is_stored_null_apart_from_zero_and_none(
+    open_store: Any, tmp_path: Path, stored: dict[str, Any], column: str
+) -> None:
+    path = tmp_path / "nulled.db"
+    with open_store(path) as store:
+        store.put(**record(**stored))
+        (cited,) = store.history(tenant="team-a", record_id="r1")
+    tamper(
+        path,
+        "PRAGMA ignore_check_constraints = ON",
+        f"UPDATE evidence_versions SET {column} = NULL WHERE tenant = 'team-a' AND record_id = 'r1'",
+    )
+    with open_store(path) as store:
+        result = store.verify(tenant="team-a")
+        assert not result.ok and result.broken is not None
+        assert (result.broken.chain_seq, result.broken.reason) == (
+            1,
+            "part of its content is missing, which only forget may erase, and all of it",
+        )
+        with pytest.raises(
+            StoreError, match=rf"^version {cited.version} of record 'r1' no longer holds what"
+        ):
+            store.get_version(tenant="team-a", record_id="r1", version=cited.version)
+
+
+def test_verify_and_get_version_refuse_content_that_does_not_match_its_hash(
+    open_store: Any, tmp_path: Path, capsys: Any
+) -> None:
+    path = tmp_path / "edited.db"
+    with open_store(path) as store:
+        store.put(**record(body="first"))
+        (cited,) = store.history(tenant="team-a", record_id="r1")
+    tamper(path, "UPDATE evidence_versions SET body = 'edited'", "UPDATE evidence SET body = 'edited'")
+    with open_store(path) as store:
+        assert not store.verify(tenant="team-a").ok
+        with pytest.raises(StoreError, match="the stored content does not match its content hash"):
+            store.get_version(tenant="team-a", record_id="r1", version=cited.version)
+    args = ["--db", str(path), "--tenant", "team-a", "--record-id", "r1", "--version", cited.version]
+    assert main(["get-version", *args]) == 1
+    assert "no longer holds what was stored" in capsys.readouterr().err
+
+
 def test_cli_history_get_version_and_verify(open_store: Any, tmp_path: Path, capsys: Any) -> None:
     path = tmp_path / "cli.db"
     _three_versions(open_store, path)
@@ -295,7 +350,7 @@ def test_a_database_made_by_0_1_0_is_upgraded_on_open(engine: str, tmp_path: Pat
         store.put(**record(record_id="runbook-queue", body="updated after the upgrade"))
         assert [v.seq for v in store.history(tenant="team-a", record_id="runbook-queue")] == [1, 2]
     with sqlite3.connect(path) as conn:
-        rows = conn.execute("SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'")
+        rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")
         assert frozenset(rows.fetchall()) == schema.expected_objects()
         assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,)
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)

@@ -19,8 +19,7 @@ from helpers import record
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyevidence import EvidenceStore, StoreError, native_available, schema
-from pyevidence.hashing import sha256_fields
+from pyevidence import EvidenceStore, StoreError, native_available, schema, sql_functions
 
 ENGINES = ["python", "native"] if native_available() else ["python"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +53,7 @@ def write_through_trigger(path: Path, ops: list[Any]) -> None:
     """Every put as raw SQL does it: INSERT INTO evidence_put, one row at a time."""
     EvidenceStore(path, engine="python").close()  # creates the schema
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.create_function("evidence_sha256", -1, sha256_fields, deterministic=True)
+    sql_functions.register(conn)
     try:
         for op in ops:
             if op[0] == "forget":
@@ -120,14 +119,13 @@ def test_put_many_failing_in_the_middle_writes_nothing(tmp_path: Path, engine: s
     path = tmp_path / "guarded.db"
     with EvidenceStore(path, engine=engine) as store:
         store.put(**record(record_id="before"))
-    conn = sqlite3.connect(path)
-    conn.execute(  # a guard a DBA might add: refuse one id
-        "CREATE TRIGGER no_x BEFORE INSERT ON evidence WHEN NEW.record_id = 'x'"
-        " BEGIN SELECT RAISE(ABORT, 'x is reserved'); END"
-    )
-    conn.close()
     before = dump(path)
     with EvidenceStore(path, engine=engine) as store:
+        run = getattr(store._engine, "query", None) or store._engine._query
+        run(  # a guard a DBA might add (for this connection only): refuse one id
+            "CREATE TEMP TRIGGER no_x BEFORE INSERT ON main.evidence WHEN NEW.record_id = 'x'"
+            " BEGIN SELECT RAISE(ABORT, 'x is reserved'); END"
+        )
         batch = [record(record_id="a"), record(record_id="before", body="changed"), record(record_id="x")]
         with pytest.raises(StoreError, match="put_many failed: x is reserved"):
             store.put_many([*batch, record(record_id="z")])

@@ -31,7 +31,7 @@ SELECT tenant = 'team-a' AND revision = 'v1' AND kind = 'runbook' AND source = '
 SELECT scope_tenant = 'team-a' AND scope_revision = 'v1' AND scope_now = 500
   FROM evidence_eligible('team-a', 'v1', 500);
 
--- The query from the README: rank inside SQLite, over eligible rows only.
+-- The query docs/sql.md shows: rank inside SQLite, over eligible rows only.
 SELECT group_concat(record_id || ':' || score, ',') = 'rb-queue:4,inc-new:2'
   FROM (SELECT record_id, source, token_overlap('queue backlog consumer lag', body) AS score
           FROM evidence_eligible('team-a', 'v1', 100)
@@ -73,10 +73,35 @@ SELECT * FROM evidence_eligible(NULL, 'v1', 0);
 SELECT * FROM evidence_eligible('team-a', 1, 0);
 -- error: evidence_eligible(): now must be an integer, got text
 SELECT * FROM evidence_eligible('team-a', 'v1', '100');
--- error: evidence_eligible(): now must be an integer, got real
-SELECT * FROM evidence_eligible('team-a', 'v1', 100.0);
 -- error: evidence_eligible(): tenant must be text, got blob
 SELECT * FROM evidence_eligible(x'00', 'v1', 0);
+
+-- now as a real (JavaScript hosts such as better-sqlite3 bind every number as one):
+-- a whole number is that integer, as in a STRICT INTEGER column; anything else is refused.
+SELECT group_concat(record_id, ',') = 'inc-new,rb-queue'
+  FROM (SELECT record_id FROM evidence_eligible('team-a', 'v1', 100.0) ORDER BY record_id);
+SELECT count(*) = 3 FROM evidence_eligible('team-a', 'v1', 99.0);
+SELECT count(*) = 3 FROM evidence_eligible('team-a', 'v1', -0.0);
+SELECT count(*) = 3 FROM evidence_eligible('team-a', 'v1', -9223372036854775808.0);
+SELECT count(*) = 0 FROM evidence_eligible('team-a', 'v1', 9223372036854774784.0);
+SELECT scope_now = 500 AND typeof(scope_now) = 'integer' FROM evidence_eligible('team-a', 'v1', 500.0);
+SELECT count(*) = 2 FROM evidence_eligible WHERE scope_tenant = 'team-a' AND scope_revision = 'v1'
+   AND scope_now = 100.0;
+-- error: evidence_eligible(): now must be an integer, got real 100.5 (not a whole number)
+SELECT * FROM evidence_eligible('team-a', 'v1', 100.5);
+-- error: evidence_eligible(): now must be an integer, got real -0.25 (not a whole number)
+SELECT * FROM evidence_eligible('team-a', 'v1', -0.25);
+-- error: evidence_eligible(): now must be an integer, got real 9.22337203685478e+18 (outside the 64-bit range)
+SELECT * FROM evidence_eligible('team-a', 'v1', 9223372036854775808.0);
+-- error: evidence_eligible(): now must be an integer, got real -9.22337203685478e+18 (outside the 64-bit range)
+SELECT * FROM evidence_eligible('team-a', 'v1', -9223372036854777856.0);
+-- error: now must be an integer, got real Inf (outside the 64-bit range)
+SELECT * FROM evidence_eligible('team-a', 'v1', 1e999);
+-- error: now must be an integer, got real -Inf (outside the 64-bit range)
+SELECT * FROM evidence_eligible('team-a', 'v1', -1e999);
+-- A NaN reaches SQLite as NULL.
+-- error: evidence_eligible(): now must be an integer, got NULL
+SELECT * FROM evidence_eligible('team-a', 'v1', 0.0 / 0.0);
 
 -- Read-only: writes go to the evidence table.
 -- error: table evidence_eligible may not be modified

@@ -1,1 +1,1 @@
-"""The benchmark behind `make bench` and `pyevidence bench`: see README "Performance"."""
+"""The benchmark behind `make bench` and `pyevidence bench`: see docs/performance.md."""

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from .. import schema
+from .. import schema, sql_functions
 from ..errors import SchemaError, from_sqlite
-from ..hashing import FIRST_PREVIOUS, sha256_fields
+from ..hashing import FIRST_PREVIOUS
 from ..records import Candidate, Hit, Record
 from ..vector_scoring import Scored, python_rank_by_vector
 from ..vectors import Vector, cosine_distance, squared_norm
@@ -35,8 +35,9 @@ class PythonEngine:
             # isolation_level=None: no implicit transactions; every statement
             # commits on its own unless we BEGIN explicitly.
             self._conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, uri=read_only)
-        # The triggers of schema.sql hash every version with evidence_sha256().
-        self._conn.create_function("evidence_sha256", -1, sha256_fields, deterministic=True)
+        # The triggers of schema.sql hash every version with evidence_sha256() and check
+        # text with evidence_utf8_valid().
+        sql_functions.register(self._conn)
         try:
             with _sqlite_errors(f"opening {where}"):
                 schema.prepare(self._query, self._script, where, read_only=read_only)
