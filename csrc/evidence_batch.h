@@ -30,11 +30,15 @@ typedef struct EvidencePut {
 /* The writer's prepared statements, made on first use for one connection. */
 typedef struct EvidenceBatch EvidenceBatch;
 
+/* Creates the writer for db and registers on db its evidence_writer_vouches():
+** 1 while the writer's own statements run, else 0 (see schema.sql). */
+int evidenceBatchOpen(sqlite3 *db, EvidenceBatch **ppBatch);
+
 /* Writes the n records as n puts would (see evidence_batch.c), inside the
-** connection's current transaction. *ppBatch is created on first use; free it
-** with evidenceBatchFree before closing db. On an error the message is db's
+** connection's current transaction. Free the writer with evidenceBatchFree
+** before closing db. On an error the message is db's
 ** (sqlite3_errmsg), or, for SQLITE_NOMEM, "out of memory". */
-int evidenceBatchPut(sqlite3 *db, EvidenceBatch **ppBatch, const EvidencePut *aRec, size_t n);
+int evidenceBatchPut(sqlite3 *db, EvidenceBatch *pBatch, const EvidencePut *aRec, size_t n);
 void evidenceBatchFree(EvidenceBatch *pBatch);
 
 #endif /* EVIDENCE_BATCH_H */

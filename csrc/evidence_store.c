@@ -47,7 +47,7 @@ struct EvidenceStore {
   sqlite3 *db;
   EvidenceScanStats *pStats; /* evidence_eligible's per-connection row count */
   sqlite3_stmt *aStmt[N_STMT];
-  EvidenceBatch *pBatch; /* the batch writer's statements */
+  EvidenceBatch *pBatch; /* the batch writer: its statements and its vouching flag */
   char *zErr;            /* the last error message, or 0 */
   char *zDenied;         /* why the read-only gate refused the current query, or 0 */
 };
@@ -74,6 +74,7 @@ int evidence_store_open(const char *path, int read_only, EvidenceStore **out) {
   rc = sqlite3_open_v2(path, &p->db, flags, 0);
   if (rc == SQLITE_OK) rc = sqlite3_extended_result_codes(p->db, 1);
   if (rc == SQLITE_OK) rc = evidenceRegisterWithStats(p->db, &p->pStats);
+  if (rc == SQLITE_OK) rc = evidenceBatchOpen(p->db, &p->pBatch);
   return rc == SQLITE_OK ? SQLITE_OK : storeDbError(p, rc);
 }
 
@@ -513,7 +514,7 @@ int evidence_store_query(EvidenceStore *p, const char *sql, size_t sql_len, cons
 static int storePutRecords(EvidenceStore *p, const EvidencePut *aRec, size_t n) {
   const int bOwn = sqlite3_get_autocommit(p->db);
   int rc = bOwn ? sqlite3_exec(p->db, "BEGIN IMMEDIATE", 0, 0, 0) : SQLITE_OK;
-  if (rc == SQLITE_OK) rc = evidenceBatchPut(p->db, &p->pBatch, aRec, n);
+  if (rc == SQLITE_OK) rc = evidenceBatchPut(p->db, p->pBatch, aRec, n);
   if (rc == SQLITE_OK && bOwn) rc = sqlite3_exec(p->db, "COMMIT", 0, 0, 0);
   if (rc == SQLITE_OK) return rc;
   if (rc == SQLITE_NOMEM) {

@@ -139,10 +139,18 @@ BEGIN
                           NEW.body, NEW.source, CAST(NEW.expires_at AS INTEGER)) AS content_hash) AS link;
 END;
 
+-- pyevidence's own writer (put and put_many of both engines: csrc/evidence_batch.c,
+-- pyevidence/engines/python_engine.py) appends versions and writes current rows
+-- itself, a batch at a time, with the numbers and hashes these triggers would
+-- compute (tests/test_write_path.py proves the rows equal). While its statements
+-- run, and only then, evidence_writer_vouches() is 1 on its connection, and the
+-- triggers that would redo that work (this one and the three checks below) step
+-- aside. Everywhere else it is 0: the extension and pyevidence.sql_functions
+-- register it so, and every raw SQL write is checked in full.
 -- Every put version appended (by the trigger above, or as a raw next link, which
 -- evidence_versions_are_appended checks) becomes its record's current row.
 CREATE TRIGGER IF NOT EXISTS evidence_versions_point_the_current_row AFTER INSERT ON evidence_versions
-WHEN NEW.operation = 'put'
+WHEN NEW.operation = 'put' AND NOT evidence_writer_vouches()
 BEGIN
   INSERT INTO evidence (tenant, revision, expires_at, record_id, kind, body, source, version, content_hash)
   VALUES (NEW.tenant, NEW.revision, NEW.expires_at, NEW.record_id, NEW.kind, NEW.body, NEW.source, NEW.seq,
@@ -184,7 +192,7 @@ END;
 -- recursive triggers on, that delete has run forget's trigger, so the check
 -- sees the chain as the statement left it.
 CREATE TRIGGER IF NOT EXISTS evidence_insert_is_the_latest_version AFTER INSERT ON evidence
-WHEN NOT EXISTS (SELECT 1 FROM evidence_versions AS v
+WHEN NOT evidence_writer_vouches() AND NOT EXISTS (SELECT 1 FROM evidence_versions AS v
                   WHERE v.tenant = NEW.tenant AND v.record_id = NEW.record_id AND v.seq = NEW.version
                     AND v.operation = 'put' AND v.content_hash = NEW.content_hash
                     AND v.revision = NEW.revision AND v.kind = NEW.kind AND v.body = NEW.body
@@ -196,7 +204,7 @@ BEGIN
 END;
 
 CREATE TRIGGER IF NOT EXISTS evidence_update_is_the_latest_version AFTER UPDATE ON evidence
-WHEN NOT EXISTS (SELECT 1 FROM evidence_versions AS v
+WHEN NOT evidence_writer_vouches() AND NOT EXISTS (SELECT 1 FROM evidence_versions AS v
                   WHERE v.tenant = NEW.tenant AND v.record_id = NEW.record_id AND v.seq = NEW.version
                     AND v.operation = 'put' AND v.content_hash = NEW.content_hash
                     AND v.revision = NEW.revision AND v.kind = NEW.kind AND v.body = NEW.body
@@ -214,7 +222,7 @@ END;
 -- does); a tombstone only for a record whose current row is gone and whose latest
 -- version still has its content (forget's trigger appends it at that moment).
 CREATE TRIGGER IF NOT EXISTS evidence_versions_are_appended BEFORE INSERT ON evidence_versions
-WHEN NOT (evidence_utf8_valid(CAST(NEW.tenant AS BLOB)) AND evidence_utf8_valid(CAST(NEW.record_id AS BLOB))
+WHEN NOT evidence_writer_vouches() AND (NOT (evidence_utf8_valid(CAST(NEW.tenant AS BLOB)) AND evidence_utf8_valid(CAST(NEW.record_id AS BLOB))
           AND coalesce(evidence_utf8_valid(CAST(NEW.revision AS BLOB)), 1)
           AND coalesce(evidence_utf8_valid(CAST(NEW.kind AS BLOB)), 1)
           AND coalesce(evidence_utf8_valid(CAST(NEW.body AS BLOB)), 1)
@@ -234,7 +242,7 @@ WHEN NOT (evidence_utf8_valid(CAST(NEW.tenant AS BLOB)) AND evidence_utf8_valid(
       AND (EXISTS (SELECT 1 FROM evidence WHERE tenant = NEW.tenant AND record_id = NEW.record_id)
            OR NOT EXISTS (SELECT 1 FROM evidence_versions
                            WHERE tenant = NEW.tenant AND record_id = NEW.record_id AND seq = NEW.seq - 1
-                             AND operation = 'put' AND body IS NOT NULL)))
+                             AND operation = 'put' AND body IS NOT NULL))))
 BEGIN
   SELECT RAISE(ABORT, 'evidence_versions rows are appended by evidence_put and forget only (INSERT INTO evidence_put ..., DELETE FROM evidence ...)');
 END;

@@ -38,6 +38,10 @@ class PythonEngine:
         # The triggers of schema.sql hash every version with evidence_sha256() and check
         # text with evidence_utf8_valid().
         sql_functions.register(self._conn)
+        # 1 while _write's own statements run: the triggers that would recompute its
+        # rows step aside (schema.sql); 0 otherwise, as on any raw-SQL connection.
+        self._vouching = False
+        self._conn.create_function("evidence_writer_vouches", 0, lambda: int(self._vouching))
         try:
             with _sqlite_errors(f"opening {where}"):
                 schema.prepare(self._query, self._script, where, read_only=read_only)
@@ -126,9 +130,13 @@ class PythonEngine:
                 seq,
                 content,
             )
-        self._conn.executemany(schema.VERSION_APPEND_SQL, appended)
         in_key_order: list[tuple[Any, ...]] = sorted(current.values(), key=_current_key)
-        self._conn.executemany(schema.CURRENT_UPSERT_SQL, in_key_order)
+        self._vouching = True
+        try:
+            self._conn.executemany(schema.VERSION_APPEND_SQL, appended)
+            self._conn.executemany(schema.CURRENT_UPSERT_SQL, in_key_order)
+        finally:
+            self._vouching = False
 
     def forget(self, tenant: str, record_id: str) -> bool:
         with _sqlite_errors("forget"):
