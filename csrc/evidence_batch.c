@@ -15,8 +15,9 @@
 ** The rows are the trigger's, byte for byte: the same columns, hashes and chain
 ** (tests/test_write_path.py compares the two, on both engines). While the
 ** writer's statements run, evidence_writer_vouches() is 1 on its connection and
-** the triggers of schema.sql that would recompute these rows step aside; the
-** ones that do other work (a replaced record's vector goes) still run.
+** the triggers of schema.sql that would recompute the versions step aside; the
+** check of each current row against its version, and the trigger that drops a
+** replaced record's vector, still run.
 ** The statements are pyevidence/schema.py's VERSION_APPEND_SQL and
 ** CURRENT_UPSERT_SQL, which the Python engine runs (a test keeps them equal).
 ** An index of the current rows (issue 17) hooks in at batchWriteCurrent.

@@ -63,6 +63,31 @@ static int storeDbError(EvidenceStore *p, int rc) {
   return storeError(p, rc, p->db ? sqlite3_errmsg(p->db) : sqlite3_errstr(rc));
 }
 
+/* SQLite reads a name beginning with "file:" as a URI when it is built with
+** SQLITE_USE_URI (as Debian's is), whatever the open flags say. Such a name is
+** opened as the plain file name it also is, by writing it "./file:...". Returns
+** a copy to sqlite3_free, or 0 when the name can be used as it is (or on OOM, with
+** *pNoMem set). The Python side refuses such names before they get here
+** (pyevidence/paths.py); this guards every other caller of the C API. */
+static char *plainName(const char *path, int *pNoMem) {
+  char *z;
+  *pNoMem = 0;
+  if (strncmp(path, "file:", 5) != 0) return 0;
+  z = sqlite3_mprintf("./%s", path);
+  *pNoMem = z == 0;
+  return z;
+}
+
+static int openPlain(const char *path, sqlite3 **pDb, int flags) {
+  int noMem;
+  char *zPlain = plainName(path, &noMem);
+  int rc;
+  if (noMem) return SQLITE_NOMEM;
+  rc = sqlite3_open_v2(zPlain ? zPlain : path, pDb, flags, 0);
+  sqlite3_free(zPlain);
+  return rc;
+}
+
 int evidence_store_open(const char *path, int read_only, EvidenceStore **out) {
   const int flags =
       (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_FULLMUTEX;
@@ -71,7 +96,8 @@ int evidence_store_open(const char *path, int read_only, EvidenceStore **out) {
   *out = p;
   if (p == 0) return SQLITE_NOMEM;
   memset(p, 0, sizeof(*p));
-  rc = sqlite3_open_v2(path, &p->db, flags, 0);
+  rc = openPlain(path, &p->db, flags);
+  if (rc == SQLITE_NOMEM && p->db == 0) return storeError(p, rc, "out of memory");
   if (rc == SQLITE_OK) rc = sqlite3_extended_result_codes(p->db, 1);
   if (rc == SQLITE_OK) rc = evidenceRegisterWithStats(p->db, &p->pStats);
   if (rc == SQLITE_OK) rc = evidenceBatchOpen(p->db, &p->pBatch);
@@ -731,14 +757,37 @@ int evidence_store_candidates(EvidenceStore *p, const char *tenant, size_t tenan
   return rc;
 }
 
+/* The number of pages in pDest's main database, or -1 if it cannot be read. */
+static sqlite3_int64 destPages(sqlite3 *pDest) {
+  sqlite3_stmt *pStmt = 0;
+  sqlite3_int64 n = -1;
+  if (sqlite3_prepare_v2(pDest, "PRAGMA page_count", -1, &pStmt, 0) == SQLITE_OK &&
+      sqlite3_step(pStmt) == SQLITE_ROW) {
+    n = sqlite3_column_int64(pStmt, 0);
+  }
+  sqlite3_finalize(pStmt);
+  return n;
+}
+
 int evidence_store_backup(EvidenceStore *p, const char *dest_path) {
   sqlite3 *pDest = 0;
   sqlite3_backup *pBackup;
-  int rc = sqlite3_open_v2(dest_path, &pDest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 0);
+  char *zMsg;
+  int rc = openPlain(dest_path, &pDest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   if (rc != SQLITE_OK) {
-    storeError(p, rc, pDest ? sqlite3_errmsg(pDest) : sqlite3_errstr(rc));
+    zMsg = sqlite3_mprintf("cannot open the destination: %s",
+                           pDest ? sqlite3_errmsg(pDest) : sqlite3_errstr(rc));
+    storeError(p, rc, zMsg ? zMsg : "out of memory");
+    sqlite3_free(zMsg);
     sqlite3_close(pDest);
     return rc;
+  }
+  /* Never overwrite: the destination must be new (the Python side creates it
+  ** empty, exclusively, just before). */
+  if (destPages(pDest) != 0) {
+    sqlite3_close(pDest);
+    return storeError(p, SQLITE_CANTOPEN,
+                      "the destination already exists and is not empty; a backup never overwrites a file");
   }
   pBackup = sqlite3_backup_init(pDest, "main", p->db, "main");
   if (pBackup == 0) {
@@ -747,7 +796,11 @@ int evidence_store_backup(EvidenceStore *p, const char *dest_path) {
     rc = sqlite3_backup_step(pBackup, -1);
     if (rc == SQLITE_DONE) rc = SQLITE_OK;
     sqlite3_backup_finish(pBackup);
-    if (rc != SQLITE_OK) storeError(p, rc, sqlite3_errstr(rc));
+    if (rc != SQLITE_OK) {
+      zMsg = sqlite3_mprintf("writing the copy: %s", sqlite3_errstr(rc));
+      storeError(p, rc, zMsg ? zMsg : "out of memory");
+      sqlite3_free(zMsg);
+    }
   }
   sqlite3_close(pDest);
   return rc;

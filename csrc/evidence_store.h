@@ -67,9 +67,11 @@ typedef struct EvidenceRows {
   int64_t eligible_count; /* records in scope before scoring */
 } EvidenceRows;
 
-/* Opens the database at the UTF-8 path (read_only: as it is; otherwise created
-** if absent) and registers token_overlap() and evidence_eligible on it. *out is
-** set even on failure, so the error message can be read; close it in every case. */
+/* Opens the database at the file system path (read_only: as it is; otherwise
+** created if absent) and registers token_overlap() and evidence_eligible on it.
+** The path is a plain file name, never a URI: "file:x" opens the file ./file:x.
+** *out is set even on failure, so the error message can be read; close it in
+** every case. */
 int evidence_store_open(const char *path, int read_only, EvidenceStore **out);
 void evidence_store_close(EvidenceStore *store);
 const char *evidence_store_errmsg(EvidenceStore *store);
@@ -128,9 +130,11 @@ int evidence_store_candidates(EvidenceStore *store, const char *tenant, size_t t
                               const char *revision, size_t revision_len, int64_t now, EvidenceRows **out);
 void evidence_rows_free(EvidenceRows *rows);
 
-/* Copies the whole database into a new file at the UTF-8 path dest_path, as one
-** consistent snapshot (SQLite's online backup, all pages in one step, so writers
-** on other connections may commit meanwhile without tearing the copy). */
+/* Copies the whole database into a new file at the file system path dest_path
+** (a plain name, as for evidence_store_open), as one consistent snapshot (SQLite's
+** online backup, all pages in one step, so writers on other connections may commit
+** meanwhile without tearing the copy). dest_path must not exist or be an empty
+** file: a database with pages in it is never overwritten. */
 int evidence_store_backup(EvidenceStore *store, const char *dest_path);
 /* END CDEF */
 

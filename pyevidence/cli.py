@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import demo, doctor, jsonout
+from . import demo, doctor, jsonout, paths
 from .errors import EvidenceError, SchemaError, ValidationError
 from .records import KINDS
 from .store import ENGINES, EvidenceStore
@@ -112,9 +112,16 @@ def _read_body(args: argparse.Namespace) -> str:
         return handle.read()
 
 
-def _existing(path: str) -> str:
+def _database(path: str, *, field: str = "--db") -> str:
+    """A database file: never ':memory:', an empty name (an unset shell variable) or a
+    file: URI, which would acknowledge writes and keep nothing (pyevidence/paths.py)."""
+    paths.checked_name(path, field=field, allow_memory=False)
+    return path
+
+
+def _existing(path: str, *, field: str = "--db") -> str:
     """retrieve and forget never create a database: a typo must not look like 'no evidence'."""
-    if path != ":memory:" and not os.path.exists(path):
+    if not os.path.lexists(_database(path, field=field)):
         raise FileNotFoundError(f"no database at {path}; create one with 'pyevidence put'")
     return path
 
@@ -168,12 +175,13 @@ def _run(args: argparse.Namespace) -> Any:
     if args.command == "bench":
         return _bench(args)
     if args.command == "sql":
-        with _read_as_it_is(_existing(args.db)) as store:
+        with _read_as_it_is(_existing(args.db, field="DB")) as store:
             rows = store.query(args.statement, list(args.params))
         return {"columns": list(rows.columns), "rows": [[_jsonable(v) for v in row] for row in rows]}
     if args.command == "put":
+        db = _database(args.db)
         body = _read_body(args)
-        with EvidenceStore(args.db, engine=args.engine) as store:
+        with EvidenceStore(db, engine=args.engine) as store:
             store.put(
                 tenant=args.tenant,
                 record_id=args.record_id,
@@ -223,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         print(f"pyevidence: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    except (EvidenceError, OSError, UnicodeDecodeError) as exc:
+    except (EvidenceError, OSError, UnicodeError) as exc:
         print(f"pyevidence: error: {exc}", file=sys.stderr)
         return EXIT_STORE
     try:

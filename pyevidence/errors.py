@@ -38,8 +38,18 @@ class SchemaError(StoreError):
 
 # SQLite's primary result codes for "this file is not a usable database".
 _NOT_A_DATABASE = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+# ... and for "the disk refused": SQLITE_IOERR, SQLITE_FULL.
+_DISK_TROUBLE = {10, 13}
+_DISK_HINT = (
+    "check the disk (free space, the file size limit) and that the database file, its -wal "
+    "file and its directory are writable, then retry"
+)
 
 
-def from_sqlite(code: int, message: str) -> StoreError:
-    """The exception both engines raise for an SQLite failure with result ``code``."""
+def from_sqlite(code: int, message: str, *, writing: bool = False) -> StoreError:
+    """The exception both engines raise for an SQLite failure with result ``code``.
+    ``writing``: the failed call was a write (put, put_many, forget), which SQLite
+    has rolled back, so the message can say nothing was written."""
+    if code & 0xFF in _DISK_TROUBLE:
+        message += ("; nothing was written; " if writing else "; ") + _DISK_HINT
     return (SchemaError if code & 0xFF in _NOT_A_DATABASE else StoreError)(message)

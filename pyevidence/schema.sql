@@ -144,9 +144,11 @@ END;
 -- itself, a batch at a time, with the numbers and hashes these triggers would
 -- compute (tests/test_write_path.py proves the rows equal). While its statements
 -- run, and only then, evidence_writer_vouches() is 1 on its connection, and the
--- triggers that would redo that work (this one and the three checks below) step
--- aside. Everywhere else it is 0: the extension and pyevidence.sql_functions
--- register it so, and every raw SQL write is checked in full.
+-- two triggers that would redo that work step aside: this one, and the check of
+-- appended versions below. Everywhere else it is 0: the extension and
+-- pyevidence.sql_functions register it so, and every raw SQL write is checked
+-- in full. The checks of current rows do not ask it: they hold for every writer
+-- (and they run on a connection with none of pyevidence's functions).
 -- Every put version appended (by the trigger above, or as a raw next link, which
 -- evidence_versions_are_appended checks) becomes its record's current row.
 CREATE TRIGGER IF NOT EXISTS evidence_versions_point_the_current_row AFTER INSERT ON evidence_versions
@@ -192,7 +194,7 @@ END;
 -- recursive triggers on, that delete has run forget's trigger, so the check
 -- sees the chain as the statement left it.
 CREATE TRIGGER IF NOT EXISTS evidence_insert_is_the_latest_version AFTER INSERT ON evidence
-WHEN NOT evidence_writer_vouches() AND NOT EXISTS (SELECT 1 FROM evidence_versions AS v
+WHEN NOT EXISTS (SELECT 1 FROM evidence_versions AS v
                   WHERE v.tenant = NEW.tenant AND v.record_id = NEW.record_id AND v.seq = NEW.version
                     AND v.operation = 'put' AND v.content_hash = NEW.content_hash
                     AND v.revision = NEW.revision AND v.kind = NEW.kind AND v.body = NEW.body
@@ -204,7 +206,7 @@ BEGIN
 END;
 
 CREATE TRIGGER IF NOT EXISTS evidence_update_is_the_latest_version AFTER UPDATE ON evidence
-WHEN NOT evidence_writer_vouches() AND NOT EXISTS (SELECT 1 FROM evidence_versions AS v
+WHEN NOT EXISTS (SELECT 1 FROM evidence_versions AS v
                   WHERE v.tenant = NEW.tenant AND v.record_id = NEW.record_id AND v.seq = NEW.version
                     AND v.operation = 'put' AND v.content_hash = NEW.content_hash
                     AND v.revision = NEW.revision AND v.kind = NEW.kind AND v.body = NEW.body

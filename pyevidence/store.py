@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import importlib
-import os
 import threading
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
-from . import validation, versions
+from . import paths, validation, versions
 from .engines.python_engine import PythonEngine
 from .errors import EngineUnavailableError, ScorerError, StoreError, ValidationError
 from .limits import DEFAULT_LIMITS, Limits
+from .paths import StorePath
 from .records import QueryResult, Record, Retrieval, Verification, Version, VersionLookup
 from .scoped import ScopedStore
 from .scoring import Scorer, SetRanker, TokenScorer, rank, scorer_name
@@ -44,47 +45,50 @@ def native_available() -> bool:
     return True
 
 
-def _open_engine(path: str | os.PathLike[str], engine: str, read_only: bool) -> Any:
+def _open_engine(path: StorePath, engine: str, read_only: bool) -> Any:
     if not isinstance(engine, str) or engine not in ENGINES:
         raise ValidationError("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}")
     if engine == "python" or (engine == "auto" and not native_available()):
-        return PythonEngine(path, read_only=read_only)
-    return _native_engine_class()(path, read_only=read_only)
+        engine_class: Any = PythonEngine
+    else:
+        engine_class = _native_engine_class()
+    # The path rule (pyevidence/paths.py) is checked after the engine is known to exist.
+    return engine_class(paths.database(path, read_only=read_only), read_only=read_only)
 
 
 class EvidenceStore:
     """A scoped evidence memory in one SQLite database.
 
     ``path`` is a file (created with the schema if absent, reopened with its data
-    intact otherwise) or ``":memory:"``. ``engine`` is ``"python"``, ``"native"`` or
+    intact otherwise) or ``":memory:"``: a plain file name (str, bytes or
+    os.PathLike), never empty, never a ``file:`` URI, and if it exists a regular
+    file (pyevidence/paths.py). ``engine`` is ``"python"``, ``"native"`` or
     ``"auto"`` (native when built, else python); ``store.engine`` tells which one
     runs. ``limits`` caps the size of texts it accepts (see Limits). With
     ``read_only=True`` an existing store is opened as it is: retrieve, query and
     backup work, put, put_many and forget raise StoreError. With an ``embedder``
     every put also stores the body's vector, for VectorScorer. A store may
     be shared between threads: calls on one store are serialised by a lock. Use
-    it as a context manager or call ``close()``.
+    it as a context manager or call ``close()``; a store collected unclosed
+    closes its connection then, with a ResourceWarning, as sqlite3 does.
     """
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: StorePath,
         *,
         engine: str = "auto",
         limits: Limits = DEFAULT_LIMITS,
         read_only: bool = False,
         embedder: Embedder | None = None,
     ) -> None:
-        if not isinstance(path, (str, os.PathLike)):
-            raise ValidationError("path", f"must be a file path or ':memory:', got {type(path).__name__}")
-        if "\x00" in os.fsdecode(path):
-            # C would silently open the path cut at the NUL; refuse it instead.
-            raise ValidationError("path", "must not contain NUL characters")
+        self._closed = True  # until the engine is open: nothing for __del__ to close
+        shown, target = paths.checked_name(path)
         if not isinstance(limits, Limits):
             raise ValidationError("limits", f"must be a pyevidence.Limits, got {type(limits).__name__}")
         if not isinstance(read_only, bool):
             raise ValidationError("read_only", f"must be True or False, got {read_only!r}")
-        if read_only and os.fspath(path) == ":memory:":
+        if read_only and target == paths.MEMORY:
             raise ValidationError("read_only", "an in-memory database cannot be opened read-only")
         if embedder is not None and not isinstance(embedder, Embedder):
             raise ValidationError(
@@ -93,8 +97,9 @@ class EvidenceStore:
         self._limits = limits
         self._read_only = read_only
         self._embedder = embedder
-        self._engine = _open_engine(path, engine, read_only)
+        self._shown = shown
         self._lock = threading.Lock()
+        self._engine = _open_engine(path, engine, read_only)
         self._closed = False
 
     @property
@@ -282,16 +287,15 @@ class EvidenceStore:
         with self._engine_locked() as engine, engine.snapshot():
             return versions.verify(engine, tenant)
 
-    def backup(self, dest: str | os.PathLike[str]) -> None:
+    def backup(self, dest: StorePath) -> None:
         """Copy the whole database to a new file ``dest`` as one consistent snapshot,
-        while other connections keep writing (SQLite's online backup API). ``dest``
-        must not exist yet: a backup never overwrites a file."""
-        if not isinstance(dest, (str, os.PathLike)) or "\x00" in os.fsdecode(dest):
-            raise ValidationError("dest", "must be a file path without NUL characters")
-        target = os.fsdecode(dest)
-        if target == ":memory:" or os.path.exists(target):
-            raise ValidationError("dest", f"{target} already exists (or is not a file); name a new file")
-        with self._engine_locked() as engine:
+        while other connections keep writing (SQLite's online backup API).
+
+        ``dest`` follows the path rule of ``path`` (a plain file name, no ``file:``
+        URI) and must not exist: it is created exclusively (O_EXCL), so a backup never
+        overwrites a file, not even one that appears while it runs; ValidationError if
+        it exists. If the copy fails, the new file is removed again."""
+        with self._engine_locked() as engine, paths.new_file(dest) as target:
             engine.backup(target)
 
     def scoped(self, *, tenant: str) -> ScopedStore:
@@ -307,6 +311,13 @@ class EvidenceStore:
             if not self._closed:
                 self._closed = True
                 self._engine.close()
+
+    def __del__(self, _warn: Any = warnings.warn) -> None:
+        # As sqlite3 does for a connection: release what an unclosed store holds, and say so.
+        if not getattr(self, "_closed", True):
+            self._closed = True
+            _warn(f"unclosed EvidenceStore on {self._shown!r}; call close()", ResourceWarning, source=self)
+            self._engine.close()
 
     def __enter__(self) -> EvidenceStore:
         return self

@@ -118,11 +118,13 @@ def main(path: Path) -> None:
             expires_at=9,
         )
         store.retrieve(tenant="team-a", revision="v1", query="queue", now=0)  # gives PRAGMA optimize work
-    with sqlite3.connect(path) as conn:  # an FTS3 table, the target of fts3_tokenizer's pointer
-        conn.execute("CREATE VIRTUAL TABLE notes USING fts3(body)")
-        conn.execute("INSERT INTO notes VALUES ('queue lag')")
-    conn.close()
     with EvidenceStore(path, engine="native") as store:
+        # An FTS3 table, the target of fts3_tokenizer's pointer. A store file holding one is
+        # refused on open, so another connection adds it while the store is open.
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE VIRTUAL TABLE notes USING fts3(body)")
+            conn.execute("INSERT INTO notes VALUES ('queue lag')")
+        conn.close()
         engine: Any = store._engine
         try:
             engine._load_sqlite_vec()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -66,14 +65,17 @@ def test_fts3_tokenizer_cannot_swap_a_pointer_and_crash_the_process(tmp_path: Pa
     db = tmp_path / "fts.db"
     with EvidenceStore(db, engine="native") as store:
         store.put(**record())
-    with sqlite3.connect(db) as conn:
-        conn.execute("CREATE VIRTUAL TABLE notes USING fts3(body)")
-        conn.execute("INSERT INTO notes VALUES ('queue lag')")
-    conn.close()
+    # A store file holding an FTS3 table is refused on open (an object the schema does not
+    # define), so the table is added by another connection while the store is open.
     script = textwrap.dedent(
         f"""
+        import sqlite3
         from pyevidence import EvidenceStore, StoreError
         with EvidenceStore({str(db)!r}, engine="native") as store:
+            with sqlite3.connect({str(db)!r}) as conn:
+                conn.execute("CREATE VIRTUAL TABLE notes USING fts3(body)")
+                conn.execute("INSERT INTO notes VALUES ('queue lag')")
+            conn.close()
             for sql, params in [
                 ("SELECT fts3_tokenizer('simple')", []),
                 ("SELECT fts3_tokenizer('simple', ?)", [bytes([0x41]) * 8]),
@@ -203,11 +205,18 @@ def test_sql_command_refuses_a_non_finite_float_instead_of_printing_invalid_json
 
 
 def _store_invalid_utf8(store: EvidenceStore) -> None:
-    engine: Any = store._engine  # raw SQL is the only way in: put() validates its text
-    engine.query(
-        "INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at)"
-        " VALUES ('team-a', 'bad', 'v1', 'runbook', CAST(x'ff' AS TEXT), 's', 10)"
-    )
+    """A hostile file: the schema's own objects, but a body that is not valid UTF-8.
+    evidence_put refuses such text, so the triggers are set aside for the raw write and
+    put back verbatim (the file then passes the schema check, as a forged file would)."""
+    store.put(**{**record(), "record_id": "bad"})
+    engine: Any = store._engine
+    triggers = engine.query("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'")
+    for name, _ in triggers:
+        engine.query(f'DROP TRIGGER "{name}"')
+    for table in ("evidence", "evidence_versions"):
+        engine.query(f"UPDATE {table} SET body = CAST(x'ff' AS TEXT) WHERE record_id = 'bad'")
+    for _, sql in triggers:
+        engine.query(sql)
 
 
 def test_invalid_stored_text_is_reported_as_what_it_is(db: Path) -> None:

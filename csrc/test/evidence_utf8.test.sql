@@ -45,7 +45,7 @@ SELECT count(*) = 0 FROM evidence_versions;
 INSERT OR IGNORE INTO evidence_put VALUES ('team-a', 'r1', 'v1', 'bogus', 'b', 's', 9);
 -- error: must not be empty or only whitespace
 INSERT OR FAIL INTO evidence_put VALUES ('team-a', 'r1', 'v1', 'runbook', ' ', 's', 9);
--- error: expires_at must not be negative
+-- error: expires_at must be a whole number from 0 to 9223372036854775807
 INSERT OR IGNORE INTO evidence_put VALUES ('team-a', 'r1', 'v1', 'runbook', 'b', 's', -1);
 SELECT count(*) = 0 FROM evidence_versions;
 INSERT INTO evidence_put VALUES ('team-a', 'r1', 'v1', 'runbook', 'é', 's', 9);

@@ -249,6 +249,27 @@ static void testReadOnlyGate(EvidenceStore *p) {
   evidence_table_free(t);
 }
 
+/* Names are plain file names, never URIs, even on an SQLite built with SQLITE_USE_URI:
+** "file:...?mode=memory" is a file by that name in the working directory, which a
+** backup then refuses to overwrite through the other spelling either. */
+static void testPlainNames(void) {
+  static const char zName[] = "file:test_store-plain.db?mode=memory";
+  EvidenceStore *p = 0;
+  FILE *pFile;
+  remove(zName);
+  CHECK(evidence_store_open(zName, 0, &p) == 0);
+  CHECK(evidence_store_exec(p, "CREATE TABLE t(x);", 18) == 0);
+  evidence_store_close(p);
+  pFile = fopen(zName, "rb");
+  CHECK(pFile != 0);
+  if (pFile) fclose(pFile);
+  CHECK(evidence_store_open(":memory:", 0, &p) == 0);
+  CHECK(evidence_store_backup(p, zName) != 0);
+  CHECK(strstr(evidence_store_errmsg(p), "already exists") != 0);
+  evidence_store_close(p);
+  remove(zName);
+}
+
 int main(int argc, char **argv) {
   EvidenceStore *p = 0;
   char *zSchema;
@@ -271,6 +292,8 @@ int main(int argc, char **argv) {
   CHECK(evidence_store_open("/nonexistent-dir/x.db", 0, &p) != 0);
   CHECK(p != 0 && strstr(evidence_store_errmsg(p), "unable to open") != 0);
   evidence_store_close(p);
+
+  testPlainNames();
 
   printf("%d passed, %d failed\n", nPass, nFail);
   return nFail ? 1 : 0;

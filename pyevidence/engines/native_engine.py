@@ -22,6 +22,7 @@ from typing import Any
 from .. import schema
 from .._native import ffi, lib
 from ..errors import EngineUnavailableError, StoreError, from_sqlite
+from ..paths import DatabasePath, open_failure_hint
 from ..records import Candidate, Hit, Record
 from ..scoring import hit_from
 from ..vector_scoring import Scored
@@ -38,17 +39,19 @@ def _utf8(text: str) -> bytes:
 class NativeEngine:
     name = "native"
 
-    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
-        self._where = os.fspath(path)
+    def __init__(self, where: DatabasePath, *, read_only: bool = False) -> None:
+        self._where = where
         handle = ffi.new("EvidenceStore **")
-        rc = lib.evidence_store_open(os.fsencode(self._where), int(read_only), handle)
-        self._store = handle[0]
+        rc = lib.evidence_store_open(os.fsencode(where.target), int(read_only), handle)
+        # Collected without close(), the store still closes its connection (close() does it first).
+        self._store = ffi.gc(handle[0], lib.evidence_store_close)
         self._sqlite_vec = False
         # While opening, every failure is reported as a failure to open this file.
-        self._opening: str | None = f"opening {self._where}"
+        self._opening: str | None = f"opening {where.shown}"
+        self._read_only = read_only
         try:
             self._check(rc, "open")
-            schema.prepare(self.query, self._script, self._where, read_only=read_only)
+            schema.prepare(self.query, self._script, where.shown, read_only=read_only)
         except BaseException:
             self.close()
             raise
@@ -57,9 +60,13 @@ class NativeEngine:
     def _message(self) -> str:
         return str(ffi.string(lib.evidence_store_errmsg(self._store)).decode("utf-8", "replace"))
 
-    def _check(self, rc: int, doing: str) -> None:
-        if rc != SQLITE_OK:
-            raise from_sqlite(rc, f"{self._opening or doing} failed: {self._message()}")
+    def _check(self, rc: int, doing: str, *, writing: bool = False, during: str = "") -> None:
+        if rc == SQLITE_OK:
+            return
+        if self._opening:
+            hint = open_failure_hint(rc, self._where, read_only=self._read_only)
+            raise from_sqlite(rc, f"{self._opening} failed: {self._message()}{hint}")
+        raise from_sqlite(rc, f"{doing} failed{during}: {self._message()}", writing=writing)
 
     def _script(self, sql: str) -> None:
         data = _utf8(sql)
@@ -96,23 +103,35 @@ class NativeEngine:
             self.put_many([record], [vector])
 
     def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
-        doing = "put_many" if len(records) > 1 else "put"
-        self._script("BEGIN IMMEDIATE;")
+        operation = "put_many" if len(records) > 1 else "put"
+        self._exec("BEGIN IMMEDIATE;", operation)
         try:
             if vectors is None:
-                self._write(records, doing)
+                self._write(records, operation)
             else:
                 # A vector belongs to the version stored just before it, so each
                 # record is written before the next one's vector.
                 for record, vector in zip(records, vectors, strict=True):
-                    self._write([record], doing)
+                    self._write([record], operation)
                     if vector is not None:
                         params = (record.tenant, record.record_id, vector.model, vector.dims, vector.blob)
                         self.run(schema.VECTOR_PUT_SQL, params, read_only=False)
         except BaseException:
-            self._script("ROLLBACK;")
+            self._rollback()
             raise
-        self._script("COMMIT;")
+        rc = lib.evidence_store_exec(self._store, b"COMMIT;", 7)
+        if rc != SQLITE_OK:
+            message = self._message()
+            self._rollback()  # SQLite may keep the transaction open after a failed COMMIT
+            raise from_sqlite(rc, f"{operation} failed while committing: {message}", writing=True)
+
+    def _exec(self, sql: str, doing: str) -> None:
+        data = _utf8(sql)
+        self._check(lib.evidence_store_exec(self._store, data, len(data)), doing, writing=True)
+
+    def _rollback(self) -> None:
+        """Ends the open transaction; nothing to do when an error has already ended it."""
+        lib.evidence_store_exec(self._store, b"ROLLBACK;", 9)
 
     def _write(self, records: list[Record], doing: str) -> None:
         """One C call for the whole batch (csrc/evidence_batch.c numbers, hashes and
@@ -126,12 +145,14 @@ class NativeEngine:
         lengths = ffi.new("size_t[]", [len(f) for f in fields])
         expires_at = ffi.new("int64_t[]", [r.expires_at for r in records])
         rc = lib.evidence_store_put_many(self._store, data, len(data), lengths, expires_at, len(records))
-        self._check(rc, doing)
+        self._check(rc, doing, writing=True)
 
     def forget(self, tenant: str, record_id: str) -> bool:
         t, r = _utf8(tenant), _utf8(record_id)
         deleted = ffi.new("int *")
-        self._check(lib.evidence_store_forget(self._store, t, len(t), r, len(r), deleted), "forget")
+        self._check(
+            lib.evidence_store_forget(self._store, t, len(t), r, len(r), deleted), "forget", writing=True
+        )
         return bool(deleted[0])
 
     def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -214,11 +235,12 @@ class NativeEngine:
         return lambda: ranked
 
     def backup(self, dest: str) -> None:
+        """Copies the database into ``dest``: an absolute path to a new empty file."""
         self._check(lib.evidence_store_backup(self._store, os.fsencode(dest)), "backup")
 
     def close(self) -> None:
         if self._store != ffi.NULL:
-            lib.evidence_store_close(self._store)
+            ffi.release(self._store)  # runs evidence_store_close now, and never again
             self._store = ffi.NULL
 
 

@@ -7,10 +7,8 @@ native engine is cross-checked against.
 from __future__ import annotations
 
 import math
-import os
 import sqlite3
 import struct
-import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 from .. import schema, sql_functions
 from ..errors import SchemaError, from_sqlite
 from ..hashing import FIRST_PREVIOUS
+from ..paths import DatabasePath, open_failure_hint
 from ..records import Candidate, Hit, Record
 from ..vector_scoring import Scored, python_rank_by_vector
 from ..vectors import Vector, cosine_distance, squared_norm
@@ -27,11 +26,12 @@ from ..versions import chain_hash, content_hash
 class PythonEngine:
     name = "python"
 
-    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
-        where = os.fspath(path)
-        # A read-only open goes through a URI, the only way sqlite3 passes SQLITE_OPEN_READONLY.
-        target = f"file:{urllib.parse.quote(os.path.abspath(where))}?mode=ro" if read_only else where
-        with _sqlite_errors(f"opening {where}"):
+    def __init__(self, where: DatabasePath, *, read_only: bool = False) -> None:
+        self._where = where
+        # A read-only open goes through a URI (built from the checked absolute path), the
+        # only way sqlite3 passes SQLITE_OPEN_READONLY; otherwise the absolute path itself.
+        target = where.read_only_uri() if read_only else where.target
+        with _opening_errors(where, read_only):
             # isolation_level=None: no implicit transactions; every statement
             # commits on its own unless we BEGIN explicitly.
             self._conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, uri=read_only)
@@ -43,8 +43,8 @@ class PythonEngine:
         self._vouching = False
         self._conn.create_function("evidence_writer_vouches", 0, lambda: int(self._vouching))
         try:
-            with _sqlite_errors(f"opening {where}"):
-                schema.prepare(self._query, self._script, where, read_only=read_only)
+            with _opening_errors(where, read_only):
+                schema.prepare(self._query, self._script, where.shown, read_only=read_only)
         except BaseException:
             self._conn.close()
             raise
@@ -62,7 +62,8 @@ class PythonEngine:
         self.put_many([record], None if vector is None else [vector])
 
     def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
-        with _sqlite_errors("put_many" if len(records) > 1 else "put"):
+        operation = "put_many" if len(records) > 1 else "put"
+        with _sqlite_errors(operation, writing=True):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 if vectors is None:
@@ -75,9 +76,19 @@ class PythonEngine:
                         if vector is not None:
                             self._conn.execute(schema.VECTOR_PUT_SQL, _vector_params(record, vector))
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise
-            self._conn.execute("COMMIT")
+        with _sqlite_errors(operation, writing=True, during=" while committing"):
+            try:
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()  # SQLite may keep the transaction open after a failed COMMIT
+                raise
+
+    def _rollback(self) -> None:
+        """Ends the open transaction, if an error has not already ended it."""
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
 
     def _write(self, records: list[Record]) -> None:
         """The batch writer (the same steps as csrc/evidence_batch.c): the rows that
@@ -139,7 +150,7 @@ class PythonEngine:
             self._vouching = False
 
     def forget(self, tenant: str, record_id: str) -> bool:
-        with _sqlite_errors("forget"):
+        with _sqlite_errors("forget", writing=True):
             cursor = self._conn.execute(schema.FORGET_SQL, (tenant, record_id))
         return cursor.rowcount > 0
 
@@ -196,6 +207,7 @@ class PythonEngine:
         return lambda: python_rank_by_vector(read(), min_similarity, limit)
 
     def backup(self, dest: str) -> None:
+        """Copies the database into ``dest``: an absolute path to a new empty file."""
         with _sqlite_errors("backup"):
             target = sqlite3.connect(dest)
             try:
@@ -208,13 +220,24 @@ class PythonEngine:
 
 
 @contextmanager
-def _sqlite_errors(doing: str) -> Iterator[None]:
+def _sqlite_errors(doing: str, *, writing: bool = False, during: str = "") -> Iterator[None]:
     """Turns sqlite3's exceptions into pyevidence's, the same mapping as the native engine."""
     try:
         yield
     except sqlite3.Error as exc:
         code = getattr(exc, "sqlite_errorcode", 1)
-        raise from_sqlite(code, f"{doing} failed: {exc}") from None
+        raise from_sqlite(code, f"{doing} failed{during}: {exc}", writing=writing) from None
+
+
+@contextmanager
+def _opening_errors(where: DatabasePath, read_only: bool) -> Iterator[None]:
+    """While opening: the failure named as one to open ``where``, with what to do about it."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        code = getattr(exc, "sqlite_errorcode", 1)
+        hint = open_failure_hint(code, where, read_only=read_only)
+        raise from_sqlite(code, f"opening {where.shown} failed: {exc}{hint}") from None
 
 
 def _statements(sql: str) -> list[str]:
