@@ -30,17 +30,25 @@ def text(field: str, value: Any, *, allow_empty: bool = False, max_bytes: int | 
         raise ValidationError(field, f"must be a string, got {type(value).__name__}")
     if max_bytes is not None and len(value) > max_bytes:  # cheap first: UTF-8 is never shorter
         _too_long(field, len(value.encode("utf-8", "surrogatepass")), max_bytes)
-    if not allow_empty and not value.strip():
+    # isspace() is strip()'s notion of whitespace, without copying the text.
+    if not allow_empty and (not value or value.isspace()):
         raise ValidationError(field, "must not be empty or only whitespace")
+    if value.isascii():  # the common case: one byte per character, no surrogates
+        size = len(value)
+    else:
+        size = _utf8_size(field, value)
+    if max_bytes is not None and size > max_bytes:
+        _too_long(field, size, max_bytes)
+    return value
+
+
+def _utf8_size(field: str, value: str) -> int:
     try:
-        size = len(value.encode("utf-8"))
+        return len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise ValidationError(
             field, f"is not valid Unicode text (lone surrogate at index {exc.start})"
         ) from None
-    if max_bytes is not None and size > max_bytes:
-        _too_long(field, size, max_bytes)
-    return value
 
 
 def _too_long(field: str, size: int, limit: int) -> None:
