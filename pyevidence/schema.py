@@ -69,6 +69,7 @@ FORGET_SQL = "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2"
 CHAIN_HEAD_SQL = (
     "SELECT chain_seq, chain_hash FROM evidence_versions WHERE tenant = ?1 ORDER BY chain_seq DESC LIMIT 1"
 )
+# The Python engine asks for many records at once, over an IN list (PythonEngine._latest_seqs).
 LATEST_SEQ_SQL = "SELECT max(seq) FROM evidence_versions WHERE tenant = ?1 AND record_id = ?2"
 VERSION_APPEND_SQL = (
     "INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, revision, kind, body,"

@@ -124,9 +124,11 @@ def records(items: Any, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
         if problems:
             raise ValidationError(where, "; ".join(problems))
         try:
-            checked.append(record(**values, limits=limits))
+            valid = record(**values, limits=limits)
         except ValidationError as exc:
             raise ValidationError(f"{where}.{exc.field}", exc.reason) from None
+        # A valid Record is kept as it came (no copy) unless validation normalized it.
+        checked.append(item if valid == item and type(item.expires_at) is int else valid)
     return checked
 
 

@@ -98,7 +98,7 @@ class PythonEngine:
         last version, in the primary-key order of evidence."""
         execute = self._conn.execute
         heads: dict[str, tuple[int, str]] = {}
-        seqs: dict[tuple[str, str], int] = {}
+        seqs = self._latest_seqs(records)
         appended: list[tuple[Any, ...]] = []
         current: dict[tuple[str, str], tuple[Any, ...]] = {}
         for r in records:
@@ -107,10 +107,7 @@ class PythonEngine:
             if head is None:
                 head = execute(schema.CHAIN_HEAD_SQL, (tenant,)).fetchone() or (0, FIRST_PREVIOUS)
             key = (tenant, record_id)
-            seq = seqs.get(key)
-            if seq is None:
-                seq = execute(schema.LATEST_SEQ_SQL, key).fetchone()[0] or 0
-            seq += 1
+            seq = seqs[key] + 1
             chain_seq = head[0] + 1
             content = content_hash(tenant, record_id, r.revision, r.kind, r.body, r.source, r.expires_at)
             chain = chain_hash(head[1], chain_seq, record_id, seq, "put", content)
@@ -148,6 +145,23 @@ class PythonEngine:
             self._conn.executemany(schema.CURRENT_UPSERT_SQL, in_key_order)
         finally:
             self._vouching = False
+
+    def _latest_seqs(self, records: list[Record]) -> dict[tuple[str, str], int]:
+        """The latest seq of each record of the batch (0: none yet), read with one
+        statement per _SEQ_CHUNK records of a tenant (schema.LATEST_SEQ_SQL for many)."""
+        seqs: dict[tuple[str, str], int] = {}
+        by_tenant: dict[str, list[str]] = {}
+        for r in records:
+            if (r.tenant, r.record_id) not in seqs:
+                seqs[r.tenant, r.record_id] = 0
+                by_tenant.setdefault(r.tenant, []).append(r.record_id)
+        for tenant, ids in by_tenant.items():
+            for i in range(0, len(ids), _SEQ_CHUNK):
+                chunk = ids[i : i + _SEQ_CHUNK]
+                chunk += chunk[:1] * (_SEQ_CHUNK - len(chunk))  # one statement text: cached
+                for record_id, seq in self._conn.execute(_LATEST_SEQS_SQL, (tenant, *chunk)):
+                    seqs[tenant, record_id] = seq
+        return seqs
 
     def forget(self, tenant: str, record_id: str) -> bool:
         with _sqlite_errors("forget", writing=True):
@@ -251,6 +265,14 @@ def _statements(sql: str) -> list[str]:
     if pending.strip() and not _only_comments(pending):
         raise SchemaError("schema.sql ends with an incomplete statement")
     return statements
+
+
+_SEQ_CHUNK = 200
+_LATEST_SEQS_SQL = (
+    "SELECT record_id, max(seq) FROM evidence_versions WHERE tenant = ? AND record_id IN ("
+    + ", ".join("?" * _SEQ_CHUNK)
+    + ") GROUP BY record_id"
+)
 
 
 def _current_key(row: tuple[Any, ...]) -> tuple[str, str, int, str]:
