@@ -59,7 +59,19 @@ class PythonEngine:
             self._conn.execute(statement)
 
     def put(self, record: Record, vector: Vector | None = None) -> None:
-        self.put_many([record], None if vector is None else [vector])
+        if vector is not None:
+            self.put_many([record], [vector])
+            return
+        # One put is one write, as the native engine's evidence_store_put reports it:
+        # its transaction is its own, and a failed commit is a failed put.
+        with _sqlite_errors("put", writing=True):
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._write([record])
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
 
     def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
         operation = "put_many" if len(records) > 1 else "put"
