@@ -100,8 +100,10 @@ void evidence_table_free(EvidenceTable *table);
 ** kind, body and source back to back (data_len bytes in all), lengths the 6 * n
 ** byte counts in that order, expires_at the n expiry times. Outside a
 ** transaction it runs in one of its own (all or nothing); inside the caller's,
-** the caller rolls back after an error. Arguments are assumed valid (the Python
-** side validates); the schema's CHECKs and guard triggers still hold. */
+** the caller rolls back after an error. Arguments are assumed valid: the Python
+** side validates them (UTF-8 included), and schema.sql's checks of appended
+** versions step aside for this writer (evidence_writer_vouches); the tables'
+** CHECKs and the check of each current row against its version still hold. */
 int evidence_store_put_many(EvidenceStore *store, const char *data, size_t data_len, const size_t *lengths,
                             const int64_t *expires_at, size_t n);
 
