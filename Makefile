@@ -1,5 +1,7 @@
 # pyevidence: the two commands a newcomer runs are `make demo` and `make test`.
-# Everything installs into .venv and builds into build/; nothing outside the tree is touched.
+# Everything installs into .venv (and .venv-X.Y) and builds into build/. Outside the tree, only
+# the system packages they need: `make deps` checks them first and, as root on Debian/Ubuntu,
+# installs what is missing with one printed apt-get line (tools/deps).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -13,7 +15,7 @@ STORE_SOURCES := $(EXT_SOURCES) csrc/evidence_store.c csrc/evidence_batch.c
 C_HEADERS    := $(wildcard csrc/*.h)
 C_TESTS      := csrc/test/token_overlap.test.sql csrc/test/evidence_eligible.test.sql csrc/test/evidence_hash.test.sql \
                 csrc/test/evidence_put.test.sql csrc/test/evidence_utf8.test.sql
-BUILD_INPUTS := pyproject.toml setup.py $(wildcard csrc/*.c) $(C_HEADERS) $(wildcard pyevidence/_build_*.py)
+BUILD_INPUTS := pyproject.toml setup.py $(wildcard csrc/*.c) $(C_HEADERS) $(wildcard pyevidence/storage/_build_*.py)
 
 UNAME := $(shell uname -s)
 ifeq ($(UNAME),Darwin)
@@ -44,18 +46,33 @@ else
   DEV_EXTRAS := test,lint
 endif
 export HYPOTHESIS_PROFILE ?= dev
+# make test runs the Python suite on each of these versions: $(PYTHON) in .venv (with the
+# embeddings extra), every other one in .venv-X.Y without it (PyTorch is only tested on the
+# main one). tools/find-python finds them on PATH or in pyenv; a missing one stops make test at
+# once, saying so: leave it out explicitly, e.g. make test PYTHONS="3.11 3.12".
+PYTHONS ?= 3.11 3.12 3.13
+MAIN_PYTHON_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+OTHER_PYTHONS := $(filter-out $(MAIN_PYTHON_VERSION),$(PYTHONS))
 
-.PHONY: demo test test-py test-c test-asan test-valgrind test-leaks test-crash test-load fuzz fuzz-quick ext bench bench-overlap lint format clean
+.PHONY: deps deps-build demo test test-py test-c test-asan test-valgrind test-leaks test-crash test-load fuzz fuzz-quick ext bench bench-overlap lint format clean
 
-## demo: install the package into .venv and run the demonstration
-demo: $(VENV)/.installed
-	$(VENV)/bin/pyevidence demo
+## deps: check (and as root install) the system packages make test needs, before any work
+deps:
+	tools/deps test $(PYTHON) $(PYTHONS)
+
+deps-build:
+	tools/deps build $(PYTHON)
+
+## demo: install the package into .venv and run the demonstration on the native engine
+demo: deps-build $(VENV)/.installed
+	$(VENV)/bin/pyevidence demo --engine native
+	@echo "(the native engine ran this demo; $(VENV)/bin/pyevidence doctor shows what this installation has)"
 
 ## test: every check that must pass before anything lands
-test: lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-py
+test: deps lint test-c test-asan test-valgrind test-leaks fuzz-quick test-node test-cluster test-py $(OTHER_PYTHONS:%=test-py-%)
 
 test-py: $(VENV)/.installed-dev
-	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) $(PY) -m pytest -q
+	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=$(EMBEDDINGS) PYEVIDENCE_REQUIRE_MCP=1 $(PY) -m pytest -q
 
 ## test-node: the loadable extension in Node's better-sqlite3, which binds every JavaScript
 ## number as a real: it writes and ranks there with plain numbers, and EvidenceStore reads the
@@ -76,6 +93,11 @@ $(NODE_MODULES)/better-sqlite3/package.json: | build
 	fi
 	npm install --prefix build/node --no-save --no-audit --no-fund better-sqlite3@12
 	test -f $@ && touch $@
+
+## test-py-X.Y: the Python suite on Python X.Y, in .venv-X.Y, without the embeddings extra
+test-py-%: $(VENV)-%/.installed-dev
+	PYEVIDENCE_REQUIRE_NATIVE=$(REQUIRE_NATIVE) PYEVIDENCE_REQUIRE_EMBEDDINGS=0 PYEVIDENCE_REQUIRE_MCP=1 \
+	  $(VENV)-$*/bin/python -m pytest -q --ignore=tests/test_cluster.py
 
 ## test-leaks: the native engine under valgrind, driven from Python (tests/valgrind_leaks.py)
 test-leaks: $(VENV)/.installed-dev
@@ -129,6 +151,55 @@ fuzz:
 build/fuzz_%: csrc/test/fuzz_%.c $(EXT_SOURCES) $(C_HEADERS) | build
 	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -DSQLITE_CORE -o $@ $< $(EXT_SOURCES) -lsqlite3
 
+## node: the cluster node program, build/evidence_node (csrc/node/): one dqlite node with
+## pyevidence's functions on every connection. Needs libdqlite's headers (Debian/Ubuntu:
+## apt-get install libdqlite-dev); `make test-cluster` installs them if missing.
+.PHONY: node
+NODE_SOURCES := csrc/node/evidence_node.c csrc/node/evidence_join.c
+
+node: build/evidence_node
+
+build/evidence_node: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(C_HEADERS) | build
+	@pkg-config --exists dqlite || { echo "libdqlite's headers are missing: apt-get install libdqlite-dev" >&2; exit 1; }
+	$(CC) $(C_STD) -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -DSQLITE_CORE -o $@ $(NODE_SOURCES) $(EXT_SOURCES) \
+		$$(pkg-config --cflags --libs dqlite) -lsqlite3 -lpthread
+
+## test-cluster: three nodes on loopback, a leader killed with SIGKILL (tests/test_cluster.py),
+## under Python >= 3.13 (the cluster client's floor) in .venv-3.13, with the cluster extra added
+## (test-py-3.13 leaves this file to it). Installs libdqlite-dev from apt if missing (as root),
+## builds the node.
+## The load test kills the leader CLUSTER_KILLS times (4 here; CLUSTER_KILLS=20 for a longer run).
+.PHONY: test-cluster
+CLUSTER_VENV := $(VENV)-3.13
+
+test-cluster:
+	$(MAKE) dqlite-dev
+	$(MAKE) $(CLUSTER_VENV)/.installed
+	PYEVIDENCE_REQUIRE_CLUSTER=1 PYEVIDENCE_NODE=build/evidence_node $(CLUSTER_VENV)/bin/python -m pytest -q \
+	  -p no:cacheprovider tests/test_cluster.py
+
+$(CLUSTER_VENV)/.installed: build/evidence_node $(CLUSTER_VENV)/.installed-dev
+	$(CLUSTER_VENV)/bin/python -m pip --disable-pip-version-check -q install -e '.[cluster,test]'
+	touch $@
+
+## test-cluster-asan: the same tests on nodes built with ASan and UBSan (their clean stops check leaks)
+.PHONY: test-cluster-asan
+test-cluster-asan:
+	$(MAKE) dqlite-dev
+	$(MAKE) build/evidence_node_asan $(CLUSTER_VENV)/.installed
+	ASAN_OPTIONS=detect_leaks=1 PYEVIDENCE_REQUIRE_CLUSTER=1 PYEVIDENCE_NODE=build/evidence_node_asan \
+	  $(CLUSTER_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_cluster.py
+
+build/evidence_node_asan: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(C_HEADERS) | build
+	$(CC) $(C_STD) -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g $(SANITIZE) -DSQLITE_CORE -o $@ $(NODE_SOURCES) \
+		$(EXT_SOURCES) $$(pkg-config --cflags --libs dqlite) -lsqlite3 -lpthread
+
+.PHONY: dqlite-dev
+dqlite-dev:
+	@pkg-config --exists dqlite || { \
+	  echo "$(strip $(AS_ROOT) apt-get install -y libdqlite-dev pkg-config)"; \
+	  $(AS_ROOT) apt-get update -q && $(AS_ROOT) apt-get install -y -q libdqlite-dev pkg-config; }
+
 ## ext: the loadable extension, for `.load build/evidence` in the sqlite3 shell
 ext: build/evidence.$(EXT_SUFFIX)
 
@@ -137,20 +208,20 @@ build/evidence.$(EXT_SUFFIX): $(EXT_SOURCES) $(C_HEADERS) | build
 
 ## test-c: the SQL test files and the store API test, on the extension compiled into test programs
 test-c: build/run_sql_tests build/run_sql_tests_portable build/test_store build/test_tokens build/test_tokens_portable
-	build/run_sql_tests --init pyevidence/schema.sql $(C_TESTS)
-	build/run_sql_tests_portable --init pyevidence/schema.sql $(C_TESTS)
-	build/test_store pyevidence/schema.sql
+	build/run_sql_tests --init pyevidence/storage/schema.sql $(C_TESTS)
+	build/run_sql_tests_portable --init pyevidence/storage/schema.sql $(C_TESTS)
+	build/test_store pyevidence/storage/schema.sql
 	build/test_tokens 200000
 	build/test_tokens_portable 200000
 
 test-asan: build/run_sql_tests_asan build/test_store_asan build/test_tokens_asan
-	ASAN_OPTIONS=detect_leaks=1 build/run_sql_tests_asan --init pyevidence/schema.sql $(C_TESTS)
-	ASAN_OPTIONS=detect_leaks=1 build/test_store_asan pyevidence/schema.sql
+	ASAN_OPTIONS=detect_leaks=1 build/run_sql_tests_asan --init pyevidence/storage/schema.sql $(C_TESTS)
+	ASAN_OPTIONS=detect_leaks=1 build/test_store_asan pyevidence/storage/schema.sql
 	ASAN_OPTIONS=detect_leaks=1 build/test_tokens_asan 50000
 
 test-valgrind: build/run_sql_tests build/test_store build/test_tokens
-	$(VALGRIND) build/run_sql_tests --init pyevidence/schema.sql $(C_TESTS)
-	$(VALGRIND) build/test_store pyevidence/schema.sql
+	$(VALGRIND) build/run_sql_tests --init pyevidence/storage/schema.sql $(C_TESTS)
+	$(VALGRIND) build/test_store pyevidence/storage/schema.sql
 	$(VALGRIND) build/test_tokens 5000
 
 build/run_sql_tests: $(EXT_SOURCES) $(C_HEADERS) csrc/test/run_sql_tests.c | build
@@ -187,13 +258,13 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/clang-format --dry-run -Werror csrc/*.c csrc/*.h csrc/test/*.c
+	$(VENV)/bin/clang-format --dry-run -Werror csrc/*.c csrc/*.h csrc/test/*.c csrc/node/*.c csrc/node/*.h
 
 ## format: rewrite sources in the house style
 format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
-	$(VENV)/bin/clang-format -i csrc/*.c csrc/*.h csrc/test/*.c
+	$(VENV)/bin/clang-format -i csrc/*.c csrc/*.h csrc/test/*.c csrc/node/*.c csrc/node/*.h
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -207,7 +278,17 @@ $(VENV)/.installed-dev: $(VENV)/bin/python $(BUILD_INPUTS)
 	$(PIP) install -e '.[$(DEV_EXTRAS)]'
 	touch $@ $(VENV)/.installed
 
+.PRECIOUS: $(VENV)-%/.installed-dev
+# The editable install builds the compiled parts in pyevidence/ for every version side by side
+# (evidence.cpython-3XY-*.so; _native.abi3.so is one for all).
+$(VENV)-%/.installed-dev: $(BUILD_INPUTS)
+	@[ -x $(VENV)-$*/bin/python ] || { \
+	  python=$$(tools/find-python $*) || { echo "no Python $* here: see make deps" >&2; exit 1; }; \
+	  echo "$$python -m venv $(VENV)-$*"; "$$python" -m venv $(VENV)-$*; }
+	$(VENV)-$*/bin/python -m pip --disable-pip-version-check -q install -e '.[test]'
+	touch $@
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VENV)-* build dist *.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 	find pyevidence -name '*.so' -delete

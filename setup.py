@@ -1,11 +1,22 @@
 """Build script. Metadata lives in pyproject.toml; this file adds the compiled parts.
 
-Both compiled parts are optional: without a C compiler or the SQLite headers the
-package still installs, with the pure-Python engine only (pyevidence doctor and
-EvidenceStore(engine="native") then say what is missing).
+The compiled parts (the native engine and the loadable extension) are built
+whenever a working C compiler is found, and then a failure is an install
+failure, never a silent fallback. Only without any working compiler does the
+package install with the Python engine alone; pyevidence doctor then says so.
+
+PYEVIDENCE_BUILD_NATIVE chooses: "auto" (the default, as above), "1" (a
+missing compiler fails the install too) or "0" (Python engine only, for a
+machine with a compiler but without the SQLite headers, say).
 """
 
+import os
+import sys
+import tempfile
+
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.errors import CCompilerError, CompileError, ExecError
 
 # The loadable SQLite extension, shipped inside the package for loadable_path().
 # Its file name starts with "evidence", so SQLite finds sqlite3_evidence_init.
@@ -19,11 +30,65 @@ LOADABLE_SOURCES = [
     "csrc/evidence_tokens.c",
     "csrc/evidence_tokenset.c",
 ]
+CHOICES = ("auto", "1", "0")
+HOW_TO_GET_IT = (
+    "install a C compiler and the SQLite headers (Debian/Ubuntu: apt-get install gcc libsqlite3-dev) "
+    "and reinstall"
+)
+
+
+def say(message: str) -> None:
+    print(f"pyevidence: {message}", file=sys.stderr, flush=True)
+
+
+class build_native(build_ext):
+    """Builds both compiled parts, or (only where no C compiler works) neither."""
+
+    def build_extensions(self) -> None:
+        choice = os.environ.get("PYEVIDENCE_BUILD_NATIVE", "auto")
+        if choice not in CHOICES:
+            raise SystemExit(
+                f"pyevidence: PYEVIDENCE_BUILD_NATIVE must be {', '.join(CHOICES)}; got {choice!r}"
+            )
+        if choice == "0":
+            say("PYEVIDENCE_BUILD_NATIVE=0: installing the Python engine only")
+            return
+        broken = self.compiler_problem()
+        if broken is not None:
+            if choice == "1":
+                raise SystemExit(f"pyevidence: PYEVIDENCE_BUILD_NATIVE=1, but no C compiler works: {broken}")
+            say(f"no working C compiler ({broken}): installing the Python engine only")
+            say(f"for the native engine, {HOW_TO_GET_IT}")
+            return
+        super().build_extensions()
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except (CCompilerError, ExecError) as exc:
+            raise CompileError(
+                f"pyevidence: building {ext.name} failed although a C compiler works here: {exc}. "
+                "Install the SQLite headers (Debian/Ubuntu: apt-get install libsqlite3-dev) and the "
+                "Python headers (python3-dev), or set PYEVIDENCE_BUILD_NATIVE=0 to install the Python "
+                "engine only."
+            ) from exc
+
+    def compiler_problem(self) -> "str | None":
+        """Why the configured C compiler cannot compile a trivial file, or None if it can."""
+        with tempfile.TemporaryDirectory(prefix="pyevidence-cc-") as tmp:
+            probe = os.path.join(tmp, "probe.c")
+            with open(probe, "w") as f:
+                f.write("int main(void) { return 0; }\n")
+            try:
+                self.compiler.compile([probe], output_dir=tmp)
+            except (CCompilerError, ExecError, OSError):
+                return f"{self.compiler.compiler_so[0]} cannot compile an empty C program"
+        return None
+
 
 setup(
+    cmdclass={"build_ext": build_native},
     # The native engine: cffi bindings over csrc/evidence_store.c (see the build script).
-    cffi_modules=["pyevidence/_build_native.py:ffibuilder"],
-    ext_modules=[
-        Extension("pyevidence.evidence", sources=LOADABLE_SOURCES, include_dirs=["csrc"], optional=True),
-    ],
+    cffi_modules=["pyevidence/storage/_build_native.py:ffibuilder"],
+    ext_modules=[Extension("pyevidence.evidence", sources=LOADABLE_SOURCES, include_dirs=["csrc"])],
 )

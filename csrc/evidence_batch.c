@@ -33,17 +33,17 @@ enum { BATCH_HEAD, BATCH_SEQ, BATCH_VERSION, BATCH_CURRENT, N_BATCH_STMT };
 
 static const char *const azBatchSql[N_BATCH_STMT] = {
     /* BATCH_HEAD: the tenant's last link (none: a new chain) */
-    "SELECT chain_seq, chain_hash FROM evidence_versions WHERE tenant = ?1 ORDER BY chain_seq DESC LIMIT 1",
+    "SELECT chain_seq, chain_hash FROM evidence_versions WHERE tenant = ? ORDER BY chain_seq DESC LIMIT 1",
     /* BATCH_SEQ: the record's last version, NULL when it has none */
-    "SELECT max(seq) FROM evidence_versions WHERE tenant = ?1 AND record_id = ?2",
+    "SELECT max(seq) FROM evidence_versions WHERE tenant = ? AND record_id = ?",
     /* BATCH_VERSION: pyevidence/schema.py:VERSION_APPEND_SQL */
     "INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, revision, kind, body, "
     "source,"
-    " expires_at, content_hash, chain_hash) VALUES (?1, ?2, ?3, ?4, 'put', ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    " expires_at, content_hash, chain_hash) VALUES (?, ?, ?, ?, 'put', ?, ?, ?, ?, ?, ?, ?)",
     /* BATCH_CURRENT: pyevidence/schema.py:CURRENT_UPSERT_SQL */
     "INSERT INTO evidence (tenant, revision, expires_at, record_id, kind, body, source, version, "
     "content_hash)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (tenant, record_id) DO UPDATE SET"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, record_id) DO UPDATE SET"
     " revision = excluded.revision, expires_at = excluded.expires_at, kind = excluded.kind,"
     " body = excluded.body, source = excluded.source, version = excluded.version,"
     " content_hash = excluded.content_hash",

@@ -5,7 +5,8 @@ revision and unexpired records, then ranks those by a scorer, and returns hits
 with citations. See docs/guarantees.md for the guarantees and the limits.
 """
 
-from .errors import (
+from .core.errors import (
+    EngineFallbackWarning,
     EngineUnavailableError,
     EvidenceError,
     SchemaError,
@@ -13,9 +14,8 @@ from .errors import (
     StoreError,
     ValidationError,
 )
-from .limits import Limits
-from .loadable import load, loadable_path
-from .records import (
+from .core.limits import Limits
+from .core.records import (
     KINDS,
     Candidate,
     ChainBreak,
@@ -28,21 +28,21 @@ from .records import (
     Version,
     VersionLookup,
 )
-from .remote import RemoteScorer
-from .scoped import ScopedStore
-from .scoring import Scorer, SetRanker, TokenScorer
-from .store import EvidenceStore, native_available
-from .tokens import token_overlap
-from .vector_scoring import HybridScorer, VectorScorer
-from .vectors import Embedder
-
-__version__ = "0.3.0"
+from .core.tokens import token_overlap, tokens
+from .core.vectors import Embedder
+from .core.version import __version__
+from .loadable import load, loadable_path
+from .ranking.remote import RemoteScorer
+from .ranking.scoring import Scorer, SetRanker, TokenScorer
+from .ranking.vector_scoring import HybridScorer, VectorScorer
+from .store import EvidenceStore, ScopedStore, native_available
 
 __all__ = [
     "KINDS",
     "Candidate",
     "ChainBreak",
     "Embedder",
+    "EngineFallbackWarning",
     "EngineUnavailableError",
     "EvidenceError",
     "EvidenceStore",
@@ -71,4 +71,5 @@ __all__ = [
     "loadable_path",
     "native_available",
     "token_overlap",
+    "tokens",
 ]

@@ -17,7 +17,7 @@ import importlib.machinery
 from pathlib import Path
 from typing import Any
 
-from .errors import EngineUnavailableError
+from .core.errors import EngineUnavailableError
 
 ENTRY_POINT = "sqlite3_evidence_init"
 

@@ -10,24 +10,30 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
-from . import paths, validation, versions
-from .engines.python_engine import PythonEngine
-from .errors import EngineUnavailableError, ScorerError, StoreError, ValidationError
-from .limits import DEFAULT_LIMITS, Limits
-from .paths import StorePath
-from .records import QueryResult, Record, Retrieval, Verification, Version, VersionLookup
-from .scoped import ScopedStore
-from .scoring import Scorer, SetRanker, TokenScorer, rank, scorer_name
-from .vector_scoring import InStoreRanker
-from .vectors import Embedder, Vector, embedding_list, vector
+from .core import validation
+from .core.errors import (
+    EngineFallbackWarning,
+    EngineUnavailableError,
+    ScorerError,
+    StoreError,
+    ValidationError,
+)
+from .core.limits import DEFAULT_LIMITS, Limits
+from .core.records import QueryResult, Record, Retrieval, Verification, Version, VersionLookup
+from .core.vectors import Embedder, Vector, embedding_list, vector
+from .ranking.scoring import Scorer, SetRanker, TokenScorer, rank, scorer_name
+from .ranking.vector_scoring import InStoreRanker
+from .storage import paths, versions
+from .storage.engines.python_engine import PythonEngine
+from .storage.paths import StorePath
 
-ENGINES = ("auto", "native", "python")
+ENGINES = ("auto", "native", "python", "cluster")
 
 
 def _native_engine_class() -> Any:
     """The native engine's class; EngineUnavailableError saying how to get it if not built."""
     try:
-        return importlib.import_module(".engines.native_engine", __package__).NativeEngine
+        return importlib.import_module(".storage.engines.native_engine", __package__).NativeEngine
     except ImportError as exc:
         raise EngineUnavailableError(
             f"the native engine is not built in this installation ({exc}); reinstall with a C "
@@ -45,14 +51,44 @@ def native_available() -> bool:
     return True
 
 
+def fallback_reason() -> str | None:
+    """Why engine="auto" runs the Python engine here, or None when it runs the native one."""
+    try:
+        _native_engine_class()
+    except EngineUnavailableError as exc:
+        return f"engine='auto' runs the Python engine (same results, slower): {exc}"
+    return None
+
+
+_fallback_warned = False
+
+
+def _warn_fallback_once(reason: str) -> None:
+    """Said once per process (an EngineFallbackWarning), not on every store opened."""
+    global _fallback_warned
+    if not _fallback_warned:
+        _fallback_warned = True
+        warnings.warn(reason, EngineFallbackWarning, stacklevel=4)
+
+
 def _open_engine(path: StorePath, engine: str, read_only: bool) -> Any:
     if not isinstance(engine, str) or engine not in ENGINES:
         raise ValidationError("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}")
-    if engine == "python" or (engine == "auto" and not native_available()):
-        engine_class: Any = PythonEngine
-    else:
+    if engine == "cluster" or (isinstance(path, str) and path.startswith("dqlite://")):
+        # A cluster's URL in place of the file (storage/engines/cluster_engine.py).
+        return importlib.import_module(".storage.engines.cluster_engine", __package__).open_cluster(
+            path, engine, read_only
+        )
+    engine_class: Any = PythonEngine
+    if engine == "native":
         engine_class = _native_engine_class()
-    # The path rule (pyevidence/paths.py) is checked after the engine is known to exist.
+    elif engine == "auto":
+        reason = fallback_reason()
+        if reason is None:
+            engine_class = _native_engine_class()
+        else:
+            _warn_fallback_once(reason)
+    # The path rule (pyevidence/storage/paths.py) is checked after the engine is known to exist.
     return engine_class(paths.database(path, read_only=read_only), read_only=read_only)
 
 
@@ -62,15 +98,16 @@ class EvidenceStore:
     ``path`` is a file (created with the schema if absent, reopened with its data
     intact otherwise) or ``":memory:"``: a plain file name (str, bytes or
     os.PathLike), never empty, never a ``file:`` URI, and if it exists a regular
-    file (pyevidence/paths.py). ``engine`` is ``"python"``, ``"native"`` or
-    ``"auto"`` (native when built, else python); ``store.engine`` tells which one
-    runs. ``limits`` caps the size of texts it accepts (see Limits). With
-    ``read_only=True`` an existing store is opened as it is: retrieve, query and
-    backup work, put, put_many and forget raise StoreError. With an ``embedder``
-    every put also stores the body's vector, for VectorScorer. A store may
-    be shared between threads: calls on one store are serialised by a lock. Use
-    it as a context manager or call ``close()``; a store collected unclosed
-    closes its connection then, with a ResourceWarning, as sqlite3 does.
+    file (pyevidence/storage/paths.py). ``engine`` is ``"python"``, ``"native"`` or
+    ``"auto"`` (native when built, else python with an EngineFallbackWarning, once
+    per process); ``store.engine`` tells which one runs. ``limits`` caps the size
+    of texts it accepts (see Limits). With ``read_only=True`` an existing store is
+    opened as it is: retrieve, query and backup work, put, put_many and forget raise
+    StoreError. With an ``embedder`` every put also stores the body's vector, for
+    VectorScorer. A store may be shared between threads: calls on one store are
+    serialised by a lock. Use it as a context manager or call ``close()``; a store
+    collected unclosed closes its connection then, with a ResourceWarning, as
+    sqlite3 does.
     """
 
     def __init__(
@@ -358,6 +395,93 @@ class EvidenceStore:
             if self._closed:
                 raise StoreError("this EvidenceStore is closed")
             yield self._engine
+
+
+# A store handle bound to one tenant: the deployment boundary for agents. The tenant
+# must come from the caller's authenticated identity, never from text a model produced.
+# A ScopedStore is made once, where the identity is known, and handed to the code that
+# acts on model output: none of its methods takes a tenant, so no argument can reach
+# another tenant's records.
+class ScopedStore:
+    """put / put_many / retrieve / forget / history / get_version / verify of one
+    tenant's records. Make it with
+    ``EvidenceStore.scoped(tenant=...)``."""
+
+    def __init__(self, store: EvidenceStore, tenant: str) -> None:
+        self._store = store
+        self._tenant = validation.text("tenant", tenant)
+
+    @property
+    def tenant(self) -> str:
+        return self._tenant
+
+    def put(
+        self,
+        *,
+        record_id: str,
+        revision: str,
+        kind: str,
+        body: str,
+        source: str,
+        expires_at: int,
+        embedding: Sequence[float] | None = None,
+    ) -> None:
+        self._store.put(
+            embedding=embedding,
+            tenant=self._tenant,
+            record_id=record_id,
+            revision=revision,
+            kind=kind,
+            body=body,
+            source=source,
+            expires_at=expires_at,
+        )
+
+    def put_many(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        embeddings: Sequence[Sequence[float] | None] | None = None,
+    ) -> int:
+        """Like EvidenceStore.put_many, with records that carry no tenant at all."""
+        if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
+            raise ValidationError("records", "must be an iterable of records (mappings)")
+        bound = []
+        for index, item in enumerate(records):
+            # A Record carries its own tenant, so only plain mappings are taken here.
+            if not isinstance(item, Mapping):
+                raise ValidationError(
+                    f"records[{index}]", "must be a mapping of put()'s fields, without tenant"
+                )
+            if "tenant" in item:
+                raise ValidationError(f"records[{index}]", "a scoped store takes no tenant field")
+            bound.append({**item, "tenant": self._tenant})
+        return self._store.put_many(bound, embeddings=embeddings)
+
+    def retrieve(
+        self,
+        *,
+        revision: str,
+        query: str,
+        now: int,
+        limit: int = 5,
+        scorer: Scorer | SetRanker | InStoreRanker | None = None,
+    ) -> Retrieval:
+        return self._store.retrieve(
+            tenant=self._tenant, revision=revision, query=query, now=now, limit=limit, scorer=scorer
+        )
+
+    def forget(self, *, record_id: str) -> bool:
+        return self._store.forget(tenant=self._tenant, record_id=record_id)
+
+    def history(self, *, record_id: str) -> tuple[Version, ...]:
+        return self._store.history(tenant=self._tenant, record_id=record_id)
+
+    def get_version(self, *, record_id: str, version: str) -> VersionLookup:
+        return self._store.get_version(tenant=self._tenant, record_id=record_id, version=version)
+
+    def verify(self) -> Verification:
+        return self._store.verify(tenant=self._tenant)
 
 
 def _checked_retrieval(result: object, eligible: int, limit: int) -> Retrieval:

@@ -1,19 +1,31 @@
-"""An agent tool for evidence retrieval that has no tenant field.
+"""Agent tools over one tenant's evidence, with no tenant or revision field anywhere.
 
-``RETRIEVE_TOOL`` is a JSON-Schema tool description (the shape most model APIs
-accept: name, description, input_schema). The model chooses only the query and
-how many hits; the host binds the tenant (a ScopedStore), the revision and the
-logical time. ``run_retrieve_tool`` validates the model's arguments strictly:
-an unexpected field, a tenant above all, is an error, not something ignored.
+Each tool is a JSON-Schema description (the shape most model APIs accept: name,
+description, input_schema) and ``run_tool`` runs one for a model's arguments. The
+model chooses only the query, a record id or a cited version; the host binds the
+tenant (a ScopedStore), the revision and the time. Arguments are checked strictly:
+an unexpected field, a tenant or a revision above all, is an error, not something
+ignored. This module is the one source of the tools' wording: ``pyevidence mcp``
+serves exactly these descriptions and schemas.
+
+Every tool stays inside the bound revision: hits come only from it, a cited version
+or a history entry stored at another revision is not shown, and the write tools
+refuse a record whose current version belongs to another revision.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import astuple
 from typing import Any
 
-from . import validation
-from .errors import ValidationError
-from .scoped import ScopedStore
+from .core import validation
+from .core.errors import ValidationError
+from .core.records import KINDS, Version
+from .storage import versions
+from .store import ScopedStore
+
+_RECORD_ID = {"type": "string", "minLength": 1, "description": "the record_id, as returned in a hit"}
 
 RETRIEVE_TOOL: dict[str, Any] = {
     "name": "retrieve_evidence",
@@ -33,19 +45,137 @@ RETRIEVE_TOOL: dict[str, Any] = {
     },
 }
 
+CITED_VERSION_TOOL: dict[str, Any] = {
+    "name": "get_cited_version",
+    "description": (
+        "Show exactly what a hit cited: the record_id and version returned in a hit of "
+        "retrieve_evidence resolve to the same body and fields, even after the record was updated. "
+        'status "forgotten" means the record was deleted since (only its hashes remain); '
+        '"unknown" means no such version exists here.'
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "record_id": _RECORD_ID,
+            "version": {
+                "type": "string",
+                "pattern": "^[1-9][0-9]*-[0-9a-f]{64}$",
+                "description": "the version, as returned in a hit ('<seq>-<64 hex digits>')",
+            },
+        },
+        "required": ["record_id", "version"],
+        "additionalProperties": False,
+    },
+}
+
+HISTORY_TOOL: dict[str, Any] = {
+    "name": "record_history",
+    "description": (
+        "List the stored versions of one record, oldest first, with their hashes, to see how a "
+        "runbook or incident record changed, within this scope. Versions whose content was "
+        "forgotten are not listed. "
+        "An expired version is listed with expired: true; it is no longer evidence."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {"record_id": _RECORD_ID},
+        "required": ["record_id"],
+        "additionalProperties": False,
+    },
+}
+
+PUT_TOOL: dict[str, Any] = {
+    "name": "put_evidence",
+    "description": (
+        "Store a new version of a record (a working note, an incident record or a runbook); it "
+        "becomes the current one and earlier versions stay in its history. It is found later only "
+        "by the words it contains, and not at all once expires_at has passed."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "record_id": {"type": "string", "minLength": 1, "description": "a stable name for the record"},
+            "kind": {"type": "string", "enum": list(KINDS)},
+            "body": {"type": "string", "minLength": 1, "description": "the record text"},
+            "source": {"type": "string", "minLength": 1, "description": "the citation to show for it"},
+            "expires_at": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": validation.INT64_MAX,
+                "description": "when it stops being evidence, on the server's clock",
+            },
+        },
+        "required": ["record_id", "kind", "body", "source", "expires_at"],
+        "additionalProperties": False,
+    },
+}
+
+FORGET_TOOL: dict[str, Any] = {
+    "name": "forget_evidence",
+    "description": (
+        "Forget a record: it is no longer found, and the content of all its versions is erased "
+        "(only their hashes remain). This cannot be undone."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {"record_id": _RECORD_ID},
+        "required": ["record_id"],
+        "additionalProperties": False,
+    },
+}
+
+READ_TOOLS = (RETRIEVE_TOOL, CITED_VERSION_TOOL, HISTORY_TOOL)
+WRITE_TOOLS = (PUT_TOOL, FORGET_TOOL)
+
+# What a host shows a model about the whole set of tools (pyevidence mcp's instructions).
+INSTRUCTIONS = (
+    "Evidence from one team's runbooks, incident records and notes, in a scope the operator fixed. "
+    "Matching is lexical (shared words), not by meaning. No results means no evidence was found, "
+    "not that there is no problem."
+)
 NO_EVIDENCE = "No evidence found in scope. This does not mean there is no problem: gather fresh telemetry."
+NOT_IN_SCOPE = "No such version of this record in this scope."
 
 
 def run_retrieve_tool(scoped: ScopedStore, arguments: Any, *, revision: str, now: int) -> dict[str, Any]:
-    """Run the tool for a model's ``arguments`` (a mapping, as decoded from JSON)."""
+    """Run retrieve_evidence for a model's ``arguments`` (a mapping, as decoded from JSON)."""
+    return run_tool("retrieve_evidence", scoped, arguments, revision=revision, now=now)
+
+
+def run_tool(
+    name: str, scoped: ScopedStore, arguments: Any, *, revision: str, now: int, allow_writes: bool = False
+) -> dict[str, Any]:
+    """Run tool ``name`` for a model's ``arguments`` in the bound ``revision`` at time ``now``.
+
+    Raises ValidationError (field "arguments" or "arguments.<name>", or the field
+    the store's rules name) with nothing changed when the arguments break the
+    tool's schema, and for a write tool unless ``allow_writes``.
+    """
+    runners = {**_READ_RUNNERS, **(_WRITE_RUNNERS if allow_writes else {})}
+    if name not in runners:
+        offered = ", ".join(sorted(runners))
+        raise ValidationError("name", f"no tool named {name!r} here; the tools are {offered}")
+    spec = next(tool for tool in (*READ_TOOLS, *WRITE_TOOLS) if tool["name"] == name)
+    _check_fields(spec, arguments)
+    return runners[name](scoped, arguments, revision, now)
+
+
+def _check_fields(spec: Mapping[str, Any], arguments: Any) -> None:
     if not isinstance(arguments, dict):
         raise ValidationError("arguments", f"must be a JSON object, got {type(arguments).__name__}")
-    allowed = set(RETRIEVE_TOOL["input_schema"]["properties"])
+    schema = spec["input_schema"]
+    allowed = list(schema["properties"])
     unknown = sorted(str(key) for key in arguments if key not in allowed)
     if unknown:
-        raise ValidationError("arguments", f"unknown field(s) {', '.join(unknown)}; allowed: query, limit")
-    if "query" not in arguments:
-        raise ValidationError("arguments.query", "is required")
+        raise ValidationError(
+            "arguments", f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
+        )
+    for required in schema["required"]:
+        if required not in arguments:
+            raise ValidationError(f"arguments.{required}", "is required")
+
+
+def _retrieve(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now: int) -> dict[str, Any]:
     query = validation.text("query", arguments["query"])
     limit = validation.limit(arguments.get("limit", 5))
     result = scoped.retrieve(revision=revision, query=query, now=now, limit=limit)
@@ -53,6 +183,7 @@ def run_retrieve_tool(scoped: ScopedStore, arguments: Any, *, revision: str, now
         {
             "citation": hit.citation,
             "record_id": hit.record_id,
+            "version": hit.version,
             "kind": hit.kind,
             "score": hit.score,
             "body": hit.body,
@@ -60,3 +191,71 @@ def run_retrieve_tool(scoped: ScopedStore, arguments: Any, *, revision: str, now
         for hit in result
     ]
     return {"hits": hits, "eligible_count": result.eligible_count, **({} if hits else {"note": NO_EVIDENCE})}
+
+
+def _version_entry(version: Version, now: int) -> dict[str, Any]:
+    expires_at = version.expires_at
+    return {**version.to_dict(), "expired": expires_at is not None and expires_at <= now}
+
+
+def _cited_version(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now: int) -> dict[str, Any]:
+    record_id = validation.text("record_id", arguments["record_id"])
+    found = scoped.get_version(record_id=record_id, version=arguments["version"])
+    if found.version is None or (found.status == "found" and found.version.revision != revision):
+        return {"status": "unknown", "version": None, "note": NOT_IN_SCOPE}
+    return {"status": found.status, "version": _version_entry(found.version, now)}
+
+
+def _history(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now: int) -> dict[str, Any]:
+    record_id = validation.text("record_id", arguments["record_id"])
+    shown = [v for v in scoped.history(record_id=record_id) if v.revision == revision]
+    return {"record_id": record_id, "versions": [_version_entry(v, now) for v in shown]}
+
+
+def _current_revision(scoped: ScopedStore, record_id: str) -> str | None:
+    """The revision of the record's current version, None when it has none (never stored, forgotten)."""
+    versions = scoped.history(record_id=record_id)
+    latest = versions[-1] if versions else None
+    return latest.revision if latest is not None and latest.operation == "put" else None
+
+
+def _refuse_other_revision(scoped: ScopedStore, record_id: str, revision: str) -> None:
+    current = _current_revision(scoped, record_id)
+    if current is not None and current != revision:
+        raise ValidationError(
+            "record_id",
+            f"{record_id!r} belongs to another revision here; choose another record_id (nothing was changed)",
+        )
+
+
+def _put(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now: int) -> dict[str, Any]:
+    del now
+    record = validation.record(tenant=scoped.tenant, revision=revision, **arguments)
+    _refuse_other_revision(scoped, record.record_id, revision)
+    scoped.put(
+        record_id=record.record_id,
+        revision=revision,
+        kind=record.kind,
+        body=record.body,
+        source=record.source,
+        expires_at=record.expires_at,
+    )
+    # The version just stored: the latest one with this content (another writer may have come after).
+    digest = versions.content_hash(*astuple(record))
+    stored = [v for v in scoped.history(record_id=record.record_id) if v.content_hash == digest]
+    return {"stored": True, "record_id": record.record_id, "version": stored[-1].version}
+
+
+def _forget(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now: int) -> dict[str, Any]:
+    del now
+    record_id = validation.text("record_id", arguments["record_id"])
+    _refuse_other_revision(scoped, record_id, revision)
+    return {"forgotten": scoped.forget(record_id=record_id), "record_id": record_id}
+
+
+_READ_RUNNERS = {
+    "retrieve_evidence": _retrieve,
+    "get_cited_version": _cited_version,
+    "record_history": _history,
+}
+_WRITE_RUNNERS = {"put_evidence": _put, "forget_evidence": _forget}

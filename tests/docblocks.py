@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 RUNNABLE = {"python", "console", "sh", "sql"}
-NEEDS = {"native", "sqlite-vec", "embeddings"}
+NEEDS = {"native", "sqlite-vec", "embeddings", "mcp"}
 EXPECTED_PREFIX = "-- => "
 
 _FENCE = re.compile(r"^(`{3,})(.*)$")

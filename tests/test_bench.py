@@ -65,7 +65,7 @@ def test_the_write_sections_peers_store_the_same_rows(tmp_path: Path) -> None:
 
 
 def test_bench_fails_when_the_engines_disagree(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pyevidence.engines.native_engine import NativeEngine
+    from pyevidence.storage.engines.native_engine import NativeEngine
 
     original = NativeEngine.rank_by_tokens
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pyevidence import versions
-from pyevidence.cli import main
+from pyevidence.interfaces.cli import main
+from pyevidence.storage import versions
 
 GOLDEN_DEMO = (Path(__file__).parent / "golden" / "demo.json").read_text()
 

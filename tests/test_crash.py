@@ -54,8 +54,18 @@ def run_until_killed(path: Path, engine: str, seed: int, start: int, lifetime: f
         text=True,
     )
     lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(line.strip() for line in child.stdout or ()))
+    started = threading.Event()
+
+    def read() -> None:
+        for line in child.stdout or ():
+            lines.append(line.strip())
+            started.set()
+
+    reader = threading.Thread(target=read)
     reader.start()
+    # The lifetime counts from the child's first operation, not from its start: on a loaded
+    # machine starting Python and importing pyevidence alone can take longer than a lifetime.
+    started.wait(timeout=60)
     time.sleep(lifetime)
     child.send_signal(signal.SIGKILL)
     child.wait()

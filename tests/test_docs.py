@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import re
 import shutil
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import embeddings_installed
+from conftest import embeddings_installed, mcp_installed
 from docblocks import (
     PAGES,
     REPO,
@@ -47,6 +48,23 @@ KNOWN_NOT_RUN = {
     ),
     ("docs/ranking.md", "a wire format, not a program; tests/test_remote.py serves it on 127.0.0.1"),
     ("docs/ranking.md", "installs packages (make test installs the extra itself)"),
+    ("README.md", "an MCP host's configuration file, not a command"),
+    ("docs/agents.md", "an MCP host's configuration file, not a command"),
+    (
+        "docs/sql.md",
+        "JavaScript: tests/node/example.js, which tests/test_node.py runs and keeps equal to this block",
+    ),
+    ("docs/performance.md", "a measurement that takes half a minute, not a check"),
+    (
+        "docs/development.md",
+        "installs system packages as root; tests/test_deps.py checks what tools/deps prints",
+    ),
+    # The cluster page: servers on one or three machines; tests/test_cluster.py runs the same steps.
+    ("docs/cluster.md", "installs packages"),
+    ("docs/cluster.md", "installs system packages and builds in the source tree"),
+    ("docs/cluster.md", "starts long-running servers"),
+    ("docs/cluster.md", "runs on three machines"),
+    ("docs/cluster.md", "needs a running cluster and Python 3.13"),
 }
 
 
@@ -75,14 +93,14 @@ def session_for(
     if block.page not in sessions:
         directory = factory.mktemp(block.page.stem)
         # Like a checkout after `make ext`: the pages say `.load build/evidence` and
-        # `sqlite3 evidence.db < pyevidence/schema.sql`.
+        # `sqlite3 evidence.db < pyevidence/storage/schema.sql`.
         (directory / "build").mkdir()
-        (directory / "pyevidence").mkdir()
+        (directory / "pyevidence" / "storage").mkdir(parents=True)
         with contextlib.suppress(EngineUnavailableError):
             suffix = "dylib" if sys.platform == "darwin" else "so"
             (directory / "build" / f"evidence.{suffix}").symlink_to(pyevidence.loadable_path())
-        (directory / "pyevidence" / "schema.sql").symlink_to(
-            Path(pyevidence.__file__).with_name("schema.sql")
+        (directory / "pyevidence" / "storage" / "schema.sql").symlink_to(
+            Path(pyevidence.__file__).parent / "storage" / "schema.sql"
         )
         sessions[block.page] = PageSession(directory)
     return sessions[block.page]
@@ -101,6 +119,8 @@ def missing_need(need: str) -> str | None:
         return "sqlite-vec is not installed (pip install sqlite-vec)"
     if need == "embeddings" and not embeddings_installed():
         return "the embeddings extra is not installed (pip install -e '.[embeddings]')"
+    if need == "mcp" and not mcp_installed():
+        return "the mcp extra is not installed (pip install -e '.[mcp]')"
     return None
 
 
@@ -112,7 +132,11 @@ def require(block: Block) -> None:
         reason = missing_need(need)
         if reason is None:
             continue
-        required = {"native": "PYEVIDENCE_REQUIRE_NATIVE", "embeddings": "PYEVIDENCE_REQUIRE_EMBEDDINGS"}
+        required = {
+            "native": "PYEVIDENCE_REQUIRE_NATIVE",
+            "embeddings": "PYEVIDENCE_REQUIRE_EMBEDDINGS",
+            "mcp": "PYEVIDENCE_REQUIRE_MCP",
+        }
         variable = required.get(need, "PYEVIDENCE_REQUIRE_NATIVE")
         if os.environ.get(variable) == "1":
             pytest.fail(f"{block.name} needs {need}, and {variable}=1: {reason}")
@@ -138,8 +162,18 @@ def run_python(block: Block, session: PageSession) -> None:
     # Blank lines first, so a traceback's line numbers are the page's.
     code = compile("\n" * (block.line - 1) + block.code, str(block.page), "exec")
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(code, session.namespace)
+    # A block may start the commands of .venv (an MCP client starts `pyevidence mcp`), as a
+    # console block can: they come first on PATH here too.
+    path = os.environ.get("PATH")
+    os.environ["PATH"] = shell_environment()["PATH"]
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(code, session.namespace)
+    finally:
+        if path is None:
+            del os.environ["PATH"]
+        else:
+            os.environ["PATH"] = path
     if block.output is not None:
         assert matches(block.output, printed.getvalue()), (
             f"{block.name} printed:\n{printed.getvalue()}\nthe page shows:\n{block.output}"
@@ -241,6 +275,30 @@ def test_blocks_not_run_are_the_known_few() -> None:
     for b in BLOCKS:
         if b.not_run is not None:
             print(f"  {b.name}: {b.not_run}")
+
+
+def test_the_mcp_host_entries_shown_start_the_server() -> None:
+    # The host configuration is not run as a block; its entry is checked here instead: it parses,
+    # the README and docs/agents.md show the same one, and its arguments start `pyevidence mcp`
+    # as far as opening the (absent) database, so they are all options the server takes.
+    shown = [b for b in BLOCKS if b.language == "json"]
+    assert {str(b.page.relative_to(REPO)) for b in shown} == {"README.md", "docs/agents.md"}
+    entries = [json.loads(b.code)["mcpServers"] for b in shown]
+    assert all(entry == entries[0] for entry in entries)
+    for server in entries[0].values():
+        assert server["command"] == "pyevidence"
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "pyevidence"), *server["args"]],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert (done.returncode, done.stderr) == (
+            1,
+            f"pyevidence: error: no database at {server['args'][2]}; create one with 'pyevidence put'\n",
+        )
 
 
 def test_every_page_has_blocks_that_run() -> None:

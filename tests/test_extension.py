@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 from strategies import any_text, rich_text
 
 import pyevidence
-from pyevidence import EngineUnavailableError, EvidenceStore, schema
-from pyevidence.tokens import token_overlap, tokens
+from pyevidence import EngineUnavailableError, EvidenceStore
+from pyevidence.core.tokens import token_overlap, tokens
+from pyevidence.storage import schema
 
 apsw = pytest.importorskip("apsw", reason="apsw is the test host that can load extensions")
 REPO = Path(__file__).resolve().parent.parent

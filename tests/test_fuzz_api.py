@@ -176,7 +176,7 @@ WORDS = st.sampled_from(
 def test_cli_never_crashes_and_rejected_calls_change_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
-    from pyevidence.cli import main
+    from pyevidence.interfaces.cli import main
 
     path = tmp_path / "cli-fuzz.db"
     if not path.exists():

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from helpers import record
 
-from pyevidence import EvidenceStore, StoreError, ValidationError, paths
+from pyevidence import EvidenceStore, StoreError, ValidationError
+from pyevidence.storage import paths
 
 
 @dataclass(frozen=True)

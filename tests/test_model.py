@@ -15,8 +15,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from strategies import rich_text
 
 from pyevidence import Embedder, EvidenceStore, HybridScorer, Record, VectorScorer, native_available
-from pyevidence.tokens import token_overlap
-from pyevidence.vectors import cosine_distance, f32, squared_norm
+from pyevidence.core.tokens import token_overlap
+from pyevidence.core.vectors import cosine_distance, f32, squared_norm
 
 ENGINES = ["python"] + (["native"] if native_available() else [])
 TENANTS = st.sampled_from(["team-a", "team-b", "Team-A"])
@@ -47,7 +47,7 @@ def model_vector_ranking(
     limit: int,
 ) -> list[str]:
     """The vector rule, written out: scope first, then distance (sqlite-vec's float32
-    arithmetic, pyevidence.vectors), then record id; similarity must be above 0."""
+    arithmetic, pyevidence.core.vectors), then record id; similarity must be above 0."""
     q = [f32(x) for x in toy_embedding(query)]
     ranked = []
     for key, r in model.items():

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docblocks import REPO, blocks
 from helpers import record
 
 import pyevidence
@@ -149,3 +150,10 @@ def test_from_node_example_runs_as_written(tmp_path: Path) -> None:
     with EvidenceStore(tmp_path / "evidence.db") as store:  # the file it made opens as a store
         hits = store.retrieve(tenant="team-a", revision="v1", query=QUERY, now=100)
     assert [(h.record_id, h.score) for h in hits] == [("rb-queue", 4), ("inc-7", 2)]
+
+
+def test_the_from_node_example_in_the_docs_is_the_one_that_runs() -> None:
+    # docs/sql.md shows tests/node/example.js; test_docs.py does not run JavaScript, so the
+    # block is held equal to the file the test above runs.
+    shown = [b.code for b in blocks(REPO / "docs" / "sql.md") if b.language == "javascript"]
+    assert shown == [(HERE / "node" / "example.js").read_text(encoding="utf-8")]

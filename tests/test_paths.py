@@ -1,4 +1,4 @@
-"""Paths and files: the path rule (pyevidence/paths.py), backup's never-overwrite
+"""Paths and files: the path rule (pyevidence/storage/paths.py), backup's never-overwrite
 contract, the finalizer, and what a failed open or commit says, on both engines."""
 
 from __future__ import annotations
@@ -227,6 +227,21 @@ def shared_dir() -> Iterator[Path]:
     shutil.rmtree(directory)
 
 
+def as_user(setpriv: str, uid: int) -> list[str]:
+    """The setpriv command line that runs a child as ``uid`` (and gid ``uid``), root's way of
+    being another user. CAP_DAC_READ_SEARCH only lets the child read and search (an
+    interpreter under /root, mode 0700, and its libpython); writing stays denied as for any
+    other user, which is what these tests are about."""
+    return [
+        setpriv,
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=+dac_read_search",
+        "--ambient-caps=+dac_read_search",
+    ]
+
+
 def run_as_other_user(script: str, unwritable: Path) -> subprocess.CompletedProcess[str]:
     """Runs ``script`` in a Python that cannot write to ``unwritable`` (a directory or a
     file): as root, in a child that runs as uid/gid 65534 (nobody) through setpriv;
@@ -235,7 +250,7 @@ def run_as_other_user(script: str, unwritable: Path) -> subprocess.CompletedProc
         setpriv = shutil.which("setpriv")
         if setpriv is None:
             pytest.fail("running as root needs setpriv (util-linux) to drop privileges for this test")
-        drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        drop = as_user(setpriv, 65534)
         return subprocess.run(
             [*drop, sys.executable, "-c", script], capture_output=True, text=True, check=False
         )
@@ -321,9 +336,9 @@ def test_sidecars_another_reader_left_are_refused_for_writing_with_what_to_do(
             except StoreError as exc:
                 print(exc)
         """)
-        as_user = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+        dropped = as_user(setpriv, uid)
         done = subprocess.run(
-            [*as_user, sys.executable, "-c", opener], capture_output=True, text=True, check=False
+            [*dropped, sys.executable, "-c", opener], capture_output=True, text=True, check=False
         )
         assert done.stderr == ""
     assert done.stdout == (

@@ -2,7 +2,7 @@
 API, stores exactly what put() and forget() would, or is refused with nothing changed.
 
 Two raw writers: the stdlib sqlite3 with the Python engine's functions
-(pyevidence.sql_functions.register), and apsw with the loadable C extension.
+(pyevidence.storage.sql_functions.register), and apsw with the loadable C extension.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pyevidence
-from pyevidence import Embedder, EvidenceStore, sql_functions, versions
+from pyevidence import Embedder, EvidenceStore
+from pyevidence.storage import sql_functions, versions
 
 apsw = pytest.importorskip("apsw", reason="apsw is the test host that can load extensions")
 

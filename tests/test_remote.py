@@ -18,7 +18,7 @@ from strategies import rich_text
 
 import pyevidence
 from pyevidence import EvidenceStore, RemoteScorer, ScorerCost, TokenScorer, ValidationError, native_available
-from pyevidence.jsonout import dumps
+from pyevidence.core.jsonout import dumps
 
 SCOPE = dict(tenant="team-a", revision="v1", now=100)
 

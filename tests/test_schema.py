@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from helpers import record
 
-from pyevidence import EvidenceStore, SchemaError, schema, sql_functions, validation
-from pyevidence.errors import ValidationError
+from pyevidence import EvidenceStore, SchemaError
+from pyevidence.core import validation
+from pyevidence.core.errors import ValidationError
+from pyevidence.storage import schema, sql_functions
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCHEMA_FILE = Path(schema.__file__).with_name("schema.sql")
@@ -89,7 +91,7 @@ def test_strict_table_refuses_wrong_types(raw: sqlite3.Connection, overrides: di
 
 def test_schema_has_version_and_reads_eligible_rows_in_one_range(raw: sqlite3.Connection) -> None:
     assert raw.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,)
-    plan = raw.execute("EXPLAIN QUERY PLAN " + schema.ELIGIBLE_SQL, ("t", "v", 0)).fetchall()
+    plan = raw.execute("EXPLAIN QUERY PLAN " + schema.ELIGIBLE_SQL, {"1": "t", "2": "v", "3": 0}).fetchall()
     detail = " ".join(row[-1] for row in plan)
     assert "SEARCH evidence USING PRIMARY KEY (tenant=? AND revision=? AND expires_at>?)" in detail
 

@@ -12,7 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from strategies import any_text
 
 from pyevidence import EvidenceStore, Record, ScopedStore, ValidationError
-from pyevidence.tool import NO_EVIDENCE, RETRIEVE_TOOL, run_retrieve_tool
+from pyevidence.tool import (
+    NO_EVIDENCE,
+    NOT_IN_SCOPE,
+    READ_TOOLS,
+    RETRIEVE_TOOL,
+    WRITE_TOOLS,
+    run_retrieve_tool,
+    run_tool,
+)
 
 OTHER_BODY = "team-b secret: queue lag runbook"
 
@@ -109,3 +117,51 @@ def test_tool_rejects_arguments_outside_its_schema(shared: EvidenceStore, argume
     with pytest.raises(ValidationError) as info:
         run_retrieve_tool(shared.scoped(tenant="team-a"), arguments, revision="v1", now=0)
     assert info.value.field == field
+
+
+def test_no_tool_has_a_tenant_or_revision_field_or_accepts_unknown_ones() -> None:
+    for spec in (*READ_TOOLS, *WRITE_TOOLS):
+        schema = spec["input_schema"]
+        assert schema["additionalProperties"] is False, spec["name"]
+        assert not {"tenant", "revision", "now"} & set(schema["properties"]), spec["name"]
+        assert set(schema["required"]) <= set(schema["properties"])
+        assert "tenant" not in json.dumps(spec).lower(), spec["name"]
+
+
+def test_every_tool_stays_in_the_bound_revision(shared: EvidenceStore) -> None:
+    mine = shared.scoped(tenant="team-a")
+    mine.put(
+        record_id="later", revision="v2", kind="runbook", body="queue lag in v2", source="s2", expires_at=9
+    )
+    later = mine.history(record_id="later")[0].version
+    writes = dict(allow_writes=True, revision="v1", now=0)
+
+    def run(name: str, arguments: dict[str, Any], **options: Any) -> dict[str, Any]:
+        return run_tool(name, mine, arguments, **{**writes, **options})
+
+    assert run("get_cited_version", {"record_id": "later", "version": later}) == {
+        "status": "unknown",
+        "version": None,
+        "note": NOT_IN_SCOPE,
+    }
+    assert (
+        run("get_cited_version", {"record_id": "later", "version": later}, revision="v2")["status"] == "found"
+    )
+    assert run("record_history", {"record_id": "later"}) == {"record_id": "later", "versions": []}
+    put = {"record_id": "later", "kind": "working", "body": "moved", "source": "s", "expires_at": 9}
+    for name, arguments in [("put_evidence", put), ("forget_evidence", {"record_id": "later"})]:
+        with pytest.raises(ValidationError, match="'later' belongs to another revision here") as info:
+            run(name, arguments)
+        assert info.value.field == "record_id"
+    assert [v.revision for v in mine.history(record_id="later")] == ["v2"]
+    with pytest.raises(ValidationError, match="no tool named 'put_evidence' here"):
+        run("put_evidence", put, allow_writes=False)
+    stored = run("put_evidence", {**put, "record_id": "fresh"})
+    hit = run("retrieve_evidence", {"query": "moved"})["hits"][0]
+    assert (hit["record_id"], hit["version"]) == ("fresh", stored["version"])
+    assert run("record_history", {"record_id": "fresh"}, now=9)["versions"][0]["expired"] is True
+    assert run("forget_evidence", {"record_id": "fresh"}) == {"forgotten": True, "record_id": "fresh"}
+    assert (
+        run("get_cited_version", {"record_id": "fresh", "version": stored["version"]})["status"]
+        == "forgotten"
+    )

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from conftest import embeddings_installed
 
-from pyevidence import EvidenceStore, VectorScorer, demo
+from pyevidence import EvidenceStore, VectorScorer
+from pyevidence.interfaces import demo
 
 pytestmark = pytest.mark.skipif(
     not embeddings_installed(),
@@ -41,7 +42,7 @@ def test_both_engines_give_the_same_semantic_report() -> None:
 
 
 def test_the_nearest_neighbour_out_of_scope_is_never_ranked(engine: str) -> None:
-    from pyevidence.embeddings import minilm
+    from pyevidence.ranking.embeddings import minilm
 
     embedder = minilm()
     with EvidenceStore(":memory:", engine=engine, embedder=embedder) as store:

@@ -18,7 +18,8 @@ from helpers import record
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyevidence import EvidenceStore, StoreError, native_available, schema
+from pyevidence import EvidenceStore, StoreError, native_available
+from pyevidence.storage import schema
 
 needs_native = pytest.mark.skipif(not native_available(), reason="needs the native engine")
 

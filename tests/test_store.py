@@ -7,7 +7,8 @@ import sqlite3
 import pytest
 from helpers import record
 
-from pyevidence import EvidenceStore, Hit, Retrieval, StoreError, versions
+from pyevidence import EvidenceStore, Hit, Retrieval, StoreError
+from pyevidence.storage import versions
 
 
 def ids(result: Retrieval) -> list[str]:

@@ -1,10 +1,10 @@
-"""The canonical token rule (pyevidence.tokens), pinned by example."""
+"""The canonical token rule (pyevidence.core.tokens), pinned by example."""
 
 from __future__ import annotations
 
 import pytest
 
-from pyevidence.tokens import token_overlap, tokens
+from pyevidence.core.tokens import token_overlap, tokens
 
 
 @pytest.mark.parametrize(

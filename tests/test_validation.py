@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from helpers import record
 
-from pyevidence import EngineUnavailableError, EvidenceStore, ValidationError
+from pyevidence import EngineFallbackWarning, EngineUnavailableError, EvidenceStore, ValidationError
 
 TEXT_FIELDS = ("tenant", "record_id", "revision", "body", "source")
 NOT_TEXT = (None, 1, 1.5, b"bytes", ["list"], True)
@@ -140,8 +140,12 @@ def test_path_with_nul_is_refused_not_cut(engine: str, tmp_path: Any) -> None:
 def test_native_unavailable_message_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    monkeypatch.setitem(sys.modules, "pyevidence.engines.native_engine", None)
+    import pyevidence.store
+
+    monkeypatch.setitem(sys.modules, "pyevidence.storage.engines.native_engine", None)
+    monkeypatch.setattr(pyevidence.store, "_fallback_warned", False)
     with pytest.raises(EngineUnavailableError, match="libsqlite3-dev"):
         EvidenceStore(":memory:", engine="native")
-    with EvidenceStore(":memory:", engine="auto") as store:
-        assert store.engine == "python"
+    with pytest.warns(EngineFallbackWarning, match="libsqlite3-dev"):
+        with EvidenceStore(":memory:", engine="auto") as store:
+            assert store.engine == "python"

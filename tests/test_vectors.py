@@ -27,9 +27,9 @@ from pyevidence import (
     ValidationError,
     VectorScorer,
     native_available,
-    schema,
 )
-from pyevidence.vectors import cosine_distance, f32, squared_norm
+from pyevidence.core.vectors import cosine_distance, f32, squared_norm
+from pyevidence.storage import schema
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCOPE = dict(tenant="team-a", revision="v1", now=100)
@@ -418,7 +418,7 @@ def test_the_python_engine_computes_distances_outside_the_store_lock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A slow ranking must not stall the store's other threads, as with custom scorers."""
-    from pyevidence.engines import python_engine
+    from pyevidence.storage.engines import python_engine
 
     with EvidenceStore(tmp_path / "ev.db", engine="python", embedder=TOY) as store:
         store.put(**record())

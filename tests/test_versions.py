@@ -20,11 +20,10 @@ from pyevidence import (
     StoreError,
     ValidationError,
     native_available,
-    schema,
-    sql_functions,
 )
-from pyevidence.cli import main
-from pyevidence.hashing import sha256_fields
+from pyevidence.core.hashing import sha256_fields
+from pyevidence.interfaces.cli import main
+from pyevidence.storage import schema, sql_functions
 
 FIXTURES = Path(__file__).parent / "fixtures"
 needs_native = pytest.mark.skipif(not native_available(), reason="native engine not built")

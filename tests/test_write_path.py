@@ -19,7 +19,8 @@ from helpers import record
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyevidence import EvidenceStore, StoreError, native_available, schema, sql_functions
+from pyevidence import EvidenceStore, StoreError, native_available
+from pyevidence.storage import schema, sql_functions
 
 ENGINES = ["python", "native"] if native_available() else ["python"]
 ROOT = Path(__file__).resolve().parent.parent

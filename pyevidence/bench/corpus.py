@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 
-from ..records import Record
+from ..core.records import Record
 
 VOCABULARY_SIZE = 20_000
 WORDS_PER_BODY = 60

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .. import jsonout
+from ..core import jsonout
 from . import writes
 
 

@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..errors import EvidenceError
-from ..records import Record
+from ..core.errors import EvidenceError
+from ..core.records import Record
+from ..core.version import __version__
 from ..store import EvidenceStore
 from . import writes
 from .corpus import NOW, REVISION, TENANT, Corpus

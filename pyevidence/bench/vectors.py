@@ -17,9 +17,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..core.vectors import Embedder
+from ..ranking.vector_scoring import VectorScorer
 from ..store import EvidenceStore
-from ..vector_scoring import VectorScorer
-from ..vectors import Embedder
 from .corpus import NOW, REVISION, TENANT, Corpus
 from .run import LIMIT, BenchmarkFailed, Progress, _timed, machine
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..records import Record
+from ..core.records import Record
 from ..store import EvidenceStore
 from .corpus import Corpus
 

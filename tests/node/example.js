@@ -6,7 +6,7 @@ const { execFileSync } = require("node:child_process");
 const fs = require("node:fs");
 const path = require("node:path");
 
-// The extension pip installed with pyevidence, and schema.sql beside it.
+// The extension pip installed with pyevidence, and the schema in the package's storage/ folder.
 const extension = execFileSync(process.env.PYTHON || "python3", [
   "-c",
   "import pyevidence; print(pyevidence.loadable_path())",
@@ -14,7 +14,7 @@ const extension = execFileSync(process.env.PYTHON || "python3", [
 const db = new Database("evidence.db");
 db.loadExtension(extension);
 if (db.pragma("user_version", { simple: true }) === 0) {
-  db.exec(fs.readFileSync(path.join(path.dirname(extension), "schema.sql"), "utf8"));
+  db.exec(fs.readFileSync(path.join(path.dirname(extension), "storage", "schema.sql"), "utf8"));
 }
 
 const put = db.prepare(

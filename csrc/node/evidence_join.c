@@ -1,0 +1,340 @@
+/*
+** evidence_join.c: a node asks a running cluster to take it in (evidence_join.h).
+**
+**   evidence_node --id 2 --address 10.0.0.2:9001 --data /var/lib/evidence --join 10.0.0.1:9001
+**
+** How it works. dqlite's wire protocol (the one its clients speak) is framed in
+** 8-byte words, little-endian: after a one-word handshake (the protocol version,
+** 1), every message is a header (uint32 body length in words, uint8 type, uint8
+** schema, uint16 unused) and a body of uint64 integers and NUL-terminated UTF-8
+** texts padded to a word. A join is four requests:
+**   LEADER  to a seed: who leads? (a node id and address; id 0: no leader yet)
+**   CLUSTER to the leader: the members, each with its role (voter 0, standby 1, spare 2)
+**   ADD     to the leader, if the node is not a member: it joins as a spare
+**   ASSIGN  to the leader, if the node is not a voter: it becomes one, once it caught up
+** Every failure of an attempt (no leader yet, a leader that just lost its
+** leadership, a seed that is down) is retried with the next seed until the
+** deadline; the last reason is what the caller reports.
+*/
+#include "evidence_join.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { REQ_LEADER = 0, REQ_ADD = 12, REQ_ASSIGN = 13, REQ_CLUSTER = 16 };
+enum { RES_FAILURE = 0, RES_LEADER = 1, RES_SERVERS = 3, RES_EMPTY = 8 };
+enum { ROLE_VOTER = 0, ROLE_ABSENT = -1 };
+
+#define JOIN_PROTOCOL_VERSION 1
+#define JOIN_MAX_BODY (1 << 20) /* a membership list is far smaller; more is a wrong peer */
+#define JOIN_DIAL_TIMEOUT_S 5   /* a seed that does not answer is passed over */
+#define JOIN_IO_TIMEOUT_S 60    /* ASSIGN waits until the node caught up with the log */
+
+/* A message body being written or read: bytes and a cursor. */
+typedef struct JoinBuf {
+  unsigned char *a;
+  size_t n;   /* bytes in a */
+  size_t pos; /* read cursor */
+} JoinBuf;
+
+static void joinSetError(char *zErr, int nErr, const char *zFormat, ...) {
+  va_list ap;
+  va_start(ap, zFormat);
+  vsnprintf(zErr, (size_t)nErr, zFormat, ap);
+  va_end(ap);
+}
+
+static void bufPutU64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t bufGetU64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+static int bufReadU64(JoinBuf *b, uint64_t *v) {
+  if (b->n - b->pos < 8) return -1;
+  *v = bufGetU64(b->a + b->pos);
+  b->pos += 8;
+  return 0;
+}
+
+/* A text of the body, in place (it is NUL-terminated there); -1 if malformed. */
+static int bufReadText(JoinBuf *b, const char **z) {
+  const unsigned char *start = b->a + b->pos;
+  const unsigned char *nul = memchr(start, 0, b->n - b->pos);
+  size_t used;
+  if (nul == 0) return -1;
+  used = ((size_t)(nul - start) + 1 + 7) / 8 * 8;
+  if (used > b->n - b->pos) return -1;
+  *z = (const char *)start;
+  b->pos += used;
+  return 0;
+}
+
+/* Words needed for a text: the bytes, the NUL, padding to a word. */
+static size_t textWords(const char *z) {
+  return (strlen(z) + 1 + 7) / 8;
+}
+
+static int writeAll(int fd, const unsigned char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static int readAll(int fd, unsigned char *p, size_t n) {
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* Connects to HOST:PORT ([V6ADDR]:PORT for IPv6) and sends the handshake. */
+static int joinDial(const char *address, int *pFd, char *zErr, int nErr) {
+  char host[256];
+  const char *port;
+  const char *colon = strrchr(address, ':');
+  size_t hostLen;
+  struct addrinfo hints, *res = 0, *ai;
+  unsigned char hello[8];
+  int fd = -1, rc;
+  if (colon == 0 || colon[1] == 0) {
+    joinSetError(zErr, nErr, "%s is not HOST:PORT", address);
+    return -1;
+  }
+  port = colon + 1;
+  hostLen = (size_t)(colon - address);
+  if (hostLen >= 2 && address[0] == '[' && address[hostLen - 1] == ']') {
+    address++;
+    hostLen -= 2;
+  }
+  if (hostLen == 0 || hostLen >= sizeof(host)) {
+    joinSetError(zErr, nErr, "%s is not HOST:PORT", address);
+    return -1;
+  }
+  memcpy(host, address, hostLen);
+  host[hostLen] = 0;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
+    joinSetError(zErr, nErr, "cannot resolve %s: %s", host, gai_strerror(rc));
+    return -1;
+  }
+  for (ai = res; ai != 0 && fd < 0; ai = ai->ai_next) {
+    struct timeval dial = {JOIN_DIAL_TIMEOUT_S, 0}, io = {JOIN_IO_TIMEOUT_S, 0};
+    fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+    if (fd < 0) continue;
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &dial, sizeof(dial)); /* Linux: bounds connect() too */
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+      close(fd);
+      fd = -1;
+      continue;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &io, sizeof(io));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &io, sizeof(io));
+  }
+  freeaddrinfo(res);
+  if (fd < 0) {
+    joinSetError(zErr, nErr, "cannot connect to %s: %s", address, strerror(errno));
+    return -1;
+  }
+  bufPutU64(hello, JOIN_PROTOCOL_VERSION);
+  if (writeAll(fd, hello, sizeof(hello)) != 0) {
+    joinSetError(zErr, nErr, "cannot talk to %s: %s", address, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  *pFd = fd;
+  return 0;
+}
+
+/* Sends one request and reads its response into *pRes (the caller frees pRes->a).
+** A FAILURE response is turned into -1 with the server's message. */
+static int joinRoundTrip(int fd, int type, const unsigned char *body, size_t nBody, int expect, JoinBuf *pRes,
+                         char *zErr, int nErr) {
+  unsigned char header[8];
+  uint64_t code;
+  const char *zMsg;
+  size_t nWords = nBody / 8;
+  memset(header, 0, sizeof(header));
+  for (int i = 0; i < 4; i++) header[i] = (unsigned char)(nWords >> (8 * i));
+  header[4] = (unsigned char)type;
+  if (writeAll(fd, header, 8) != 0 || writeAll(fd, body, nBody) != 0 || readAll(fd, header, 8) != 0) {
+    joinSetError(zErr, nErr, "the connection failed: %s", errno ? strerror(errno) : "closed by the peer");
+    return -1;
+  }
+  nWords = (size_t)header[0] | (size_t)header[1] << 8 | (size_t)header[2] << 16 | (size_t)header[3] << 24;
+  if (nWords * 8 > JOIN_MAX_BODY) {
+    joinSetError(zErr, nErr, "the peer sent a %zu-byte message: not a dqlite node?", nWords * 8);
+    return -1;
+  }
+  pRes->n = nWords * 8;
+  pRes->pos = 0;
+  pRes->a = malloc(pRes->n + 1);
+  if (pRes->a == 0) {
+    joinSetError(zErr, nErr, "out of memory");
+    return -1;
+  }
+  if (readAll(fd, pRes->a, pRes->n) != 0) {
+    joinSetError(zErr, nErr, "the connection failed while reading a reply");
+    goto fail;
+  }
+  if (header[4] == RES_FAILURE) {
+    if (bufReadU64(pRes, &code) == 0 && bufReadText(pRes, &zMsg) == 0) {
+      joinSetError(zErr, nErr, "%s (code %llu)", zMsg, (unsigned long long)code);
+    } else {
+      joinSetError(zErr, nErr, "the request failed");
+    }
+    goto fail;
+  }
+  if (header[4] != expect) {
+    joinSetError(zErr, nErr, "unexpected reply type %d to request %d", header[4], type);
+    goto fail;
+  }
+  return 0;
+fail:
+  free(pRes->a);
+  pRes->a = 0;
+  return -1;
+}
+
+/* Asks the node on fd who leads: copies the leader's address into zLeader, "" if none yet. */
+static int joinAskLeader(int fd, char *zLeader, size_t nLeader, char *zErr, int nErr) {
+  unsigned char body[8];
+  JoinBuf res;
+  uint64_t id;
+  const char *z;
+  bufPutU64(body, 0);
+  if (joinRoundTrip(fd, REQ_LEADER, body, 8, RES_LEADER, &res, zErr, nErr) != 0) return -1;
+  if (bufReadU64(&res, &id) != 0 || bufReadText(&res, &z) != 0 || strlen(z) >= nLeader) {
+    joinSetError(zErr, nErr, "malformed leader reply");
+    free(res.a);
+    return -1;
+  }
+  snprintf(zLeader, nLeader, "%s", id == 0 ? "" : z);
+  free(res.a);
+  return 0;
+}
+
+/* The role of node id in the leader's membership list, or ROLE_ABSENT. */
+static int joinAskRole(int fd, uint64_t id, int *pRole, char *zErr, int nErr) {
+  unsigned char body[8];
+  JoinBuf res;
+  uint64_t n, nodeId, role;
+  const char *z;
+  bufPutU64(body, 1); /* format 1: with roles */
+  if (joinRoundTrip(fd, REQ_CLUSTER, body, 8, RES_SERVERS, &res, zErr, nErr) != 0) return -1;
+  *pRole = ROLE_ABSENT;
+  if (bufReadU64(&res, &n) != 0) goto malformed;
+  for (uint64_t i = 0; i < n; i++) {
+    if (bufReadU64(&res, &nodeId) != 0 || bufReadText(&res, &z) != 0 || bufReadU64(&res, &role) != 0) {
+      goto malformed;
+    }
+    if (nodeId == id) *pRole = (int)role;
+  }
+  free(res.a);
+  return 0;
+malformed:
+  joinSetError(zErr, nErr, "malformed membership reply");
+  free(res.a);
+  return -1;
+}
+
+static int joinAdd(int fd, uint64_t id, const char *address, char *zErr, int nErr) {
+  size_t n = 8 + 8 * textWords(address);
+  unsigned char *body = calloc(1, n);
+  JoinBuf res;
+  int rc;
+  if (body == 0) {
+    joinSetError(zErr, nErr, "out of memory");
+    return -1;
+  }
+  bufPutU64(body, id);
+  memcpy(body + 8, address, strlen(address));
+  rc = joinRoundTrip(fd, REQ_ADD, body, n, RES_EMPTY, &res, zErr, nErr);
+  free(body);
+  if (rc == 0) free(res.a);
+  return rc;
+}
+
+static int joinAssignVoter(int fd, uint64_t id, char *zErr, int nErr) {
+  unsigned char body[16];
+  JoinBuf res;
+  bufPutU64(body, id);
+  bufPutU64(body + 8, ROLE_VOTER);
+  if (joinRoundTrip(fd, REQ_ASSIGN, body, 16, RES_EMPTY, &res, zErr, nErr) != 0) return -1;
+  free(res.a);
+  return 0;
+}
+
+/* One attempt through one seed. */
+static int joinThrough(const char *seed, uint64_t id, const char *address, char *zErr, int nErr) {
+  char zLeader[256];
+  char zWhy[512];
+  int fd, role, rc = -1;
+  if (joinDial(seed, &fd, zWhy, sizeof(zWhy)) != 0) {
+    joinSetError(zErr, nErr, "%s", zWhy);
+    return -1;
+  }
+  rc = joinAskLeader(fd, zLeader, sizeof(zLeader), zWhy, sizeof(zWhy));
+  close(fd);
+  if (rc != 0) {
+    joinSetError(zErr, nErr, "asking %s for the leader: %s", seed, zWhy);
+    return -1;
+  }
+  if (zLeader[0] == 0) {
+    joinSetError(zErr, nErr, "%s knows no leader (an election may be under way)", seed);
+    return -1;
+  }
+  if (joinDial(zLeader, &fd, zWhy, sizeof(zWhy)) != 0) {
+    joinSetError(zErr, nErr, "leader %s: %s", zLeader, zWhy);
+    return -1;
+  }
+  rc = joinAskRole(fd, id, &role, zWhy, sizeof(zWhy));
+  if (rc == 0 && role == ROLE_ABSENT) rc = joinAdd(fd, id, address, zWhy, sizeof(zWhy));
+  if (rc == 0 && role != ROLE_VOTER) rc = joinAssignVoter(fd, id, zWhy, sizeof(zWhy));
+  close(fd);
+  if (rc != 0) joinSetError(zErr, nErr, "leader %s: %s", zLeader, zWhy);
+  return rc;
+}
+
+static long long nowMs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int evidenceJoin(uint64_t id, const char *address, const char *const *seeds, int n_seeds, int timeout_ms,
+                 char *zErr, int nErr) {
+  const long long deadline = nowMs() + timeout_ms;
+  const struct timespec pause = {0, 200 * 1000 * 1000};
+  joinSetError(zErr, nErr, "no seed address given");
+  for (int attempt = 0; n_seeds > 0; attempt++) {
+    errno = 0;
+    if (joinThrough(seeds[attempt % n_seeds], id, address, zErr, nErr) == 0) return 0;
+    if (nowMs() >= deadline) break;
+    if (attempt % n_seeds == n_seeds - 1) nanosleep(&pause, 0);
+  }
+  return -1;
+}

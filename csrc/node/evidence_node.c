@@ -1,0 +1,225 @@
+/*
+** evidence_node.c: one node of a replicated pyevidence cluster, on dqlite.
+**
+**   evidence_node --id 1 --address 127.0.0.1:9001 --data /tmp/n1
+**   evidence_node --id 2 --address 127.0.0.1:9002 --data /tmp/n2 --join 127.0.0.1:9001
+**   evidence_node --id 3 --address 127.0.0.1:9003 --data /tmp/n3 --join 127.0.0.1:9001
+**
+** Runs in the foreground, logs to stderr, stops cleanly on SIGTERM or SIGINT
+** (exit status 0). Node 1 starts a new cluster; every other node joins one
+** through --join (any member; several may be given), once, on its first start
+** (evidence_join.c). A restarted node keeps its id and data directory and needs
+** no --join; given one, it checks it is still a voter.
+**
+** How the functions get there. dqlite cannot register SQL functions through its
+** API, and its nodes open their SQLite connections themselves. So before the
+** node starts, this program registers pyevidence's extension init function
+** with sqlite3_auto_extension(): SQLite then runs it on every connection the
+** process opens, dqlite's included, and token_overlap(), evidence_eligible,
+** evidence_sha256() (which schema.sql's triggers call) exist on all of them.
+** Clients (pyevidence/engines/cluster_engine.py) create the schema through the
+** cluster; every node runs this same program, so the leader of any term has them.
+*/
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dqlite.h>
+
+#include "../evidence_sqlite.h"
+#include "evidence_join.h"
+
+#define MAX_SEEDS 16
+#define JOIN_TIMEOUT_MS 120000 /* an election, then the new node catching up */
+
+/* evidence_ext.c: the extension's entry point, built into this program with -DSQLITE_CORE. */
+int sqlite3_evidence_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi);
+
+typedef struct NodeOptions {
+  unsigned long long id;
+  const char *address;
+  const char *data;
+  const char *seeds[MAX_SEEDS];
+  int n_seeds;
+  unsigned latency_ms; /* 0: dqlite's default */
+} NodeOptions;
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: evidence_node --id N --address HOST:PORT --data DIR [--join HOST:PORT ...] "
+          "[--latency-ms MS]\n"
+          "  --id N             this node's id, a positive integer; 1 starts a new cluster\n"
+          "  --address H:P      where clients and the other nodes reach this node\n"
+          "  --data DIR         this node's data directory (created if missing)\n"
+          "  --join H:P         a member of the cluster to join (repeatable)\n"
+          "  --latency-ms MS    the network's one-way latency, which sets heartbeats and "
+          "election timeouts\n");
+}
+
+static int parseUnsigned(const char *z, unsigned long long max, unsigned long long *out) {
+  char *end;
+  unsigned long long v;
+  if (z == 0 || *z < '0' || *z > '9') return -1;
+  errno = 0;
+  v = strtoull(z, &end, 10);
+  if (errno != 0 || *end != 0 || v == 0 || v > max) return -1;
+  *out = v;
+  return 0;
+}
+
+/* Returns 0, or 2 (the usage exit status) after saying what was wrong. */
+static int parseOptions(int argc, char **argv, NodeOptions *o) {
+  memset(o, 0, sizeof(*o));
+  for (int i = 1; i < argc; i++) {
+    const char *flag = argv[i];
+    const char *value = i + 1 < argc ? argv[i + 1] : 0;
+    unsigned long long n;
+    if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
+      usage(stdout);
+      exit(0);
+    }
+    if (value == 0) {
+      fprintf(stderr, "evidence_node: %s needs a value\n", flag);
+      return 2;
+    }
+    i++;
+    if (strcmp(flag, "--id") == 0) {
+      if (parseUnsigned(value, ~0ULL, &o->id) != 0) {
+        fprintf(stderr, "evidence_node: --id must be a positive integer, got %s\n", value);
+        return 2;
+      }
+    } else if (strcmp(flag, "--address") == 0) {
+      o->address = value;
+    } else if (strcmp(flag, "--data") == 0) {
+      o->data = value;
+    } else if (strcmp(flag, "--join") == 0) {
+      if (o->n_seeds == MAX_SEEDS) {
+        fprintf(stderr, "evidence_node: at most %d --join addresses\n", MAX_SEEDS);
+        return 2;
+      }
+      o->seeds[o->n_seeds++] = value;
+    } else if (strcmp(flag, "--latency-ms") == 0) {
+      if (parseUnsigned(value, 3600000, &n) != 0) {
+        fprintf(stderr, "evidence_node: --latency-ms must be 1..3600000, got %s\n", value);
+        return 2;
+      }
+      o->latency_ms = (unsigned)n;
+    } else {
+      fprintf(stderr, "evidence_node: unknown option %s\n", flag);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (o->id == 0 || o->address == 0 || o->data == 0) {
+    fprintf(stderr, "evidence_node: --id, --address and --data are required\n");
+    usage(stderr);
+    return 2;
+  }
+  if (strchr(o->address, ':') == 0) {
+    fprintf(stderr, "evidence_node: --address must be HOST:PORT, got %s\n", o->address);
+    return 2;
+  }
+  if (o->id == 1 && o->n_seeds > 0) {
+    fprintf(stderr,
+            "evidence_node: node 1 starts a new cluster and cannot --join one; "
+            "give the joining node another id\n");
+    return 2;
+  }
+  return 0;
+}
+
+/* Whether the data directory holds a node's raft state already (a restart). */
+static int hasRaftState(const char *dir) {
+  static const char *const azFiles[] = {"metadata1", "metadata2"};
+  char path[4096];
+  struct stat st;
+  for (size_t i = 0; i < sizeof(azFiles) / sizeof(azFiles[0]); i++) {
+    snprintf(path, sizeof(path), "%s/%s", dir, azFiles[i]);
+    if (stat(path, &st) == 0) return 1;
+  }
+  return 0;
+}
+
+static int stopNode(dqlite_node *node, int status) {
+  if (dqlite_node_stop(node) != 0) {
+    fprintf(stderr, "evidence_node: stopping the node failed: %s\n", dqlite_node_errmsg(node));
+    status = 1;
+  }
+  dqlite_node_destroy(node);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  NodeOptions o;
+  dqlite_node *node = 0;
+  sigset_t stopSignals;
+  char zErr[512];
+  int sig = 0, restarted, rc;
+
+  if ((rc = parseOptions(argc, argv, &o)) != 0) return rc;
+  if (mkdir(o.data, 0700) != 0 && errno != EEXIST) {
+    fprintf(stderr, "evidence_node: cannot create data directory %s: %s\n", o.data, strerror(errno));
+    return 1;
+  }
+  restarted = hasRaftState(o.data);
+  if (!restarted && o.id != 1 && o.n_seeds == 0) {
+    fprintf(stderr,
+            "evidence_node: node %llu has no cluster yet: give --join HOST:PORT of a running node "
+            "(node 1 starts a new cluster)\n",
+            o.id);
+    return 2;
+  }
+
+  /* Before any connection exists, and so before dqlite opens its own. */
+  if ((rc = sqlite3_auto_extension((void (*)(void))sqlite3_evidence_init)) != SQLITE_OK) {
+    fprintf(stderr, "evidence_node: cannot register the evidence extension: %s\n", sqlite3_errstr(rc));
+    return 1;
+  }
+  /* Signals are taken by sigwait() below; dqlite's threads inherit this mask. */
+  signal(SIGPIPE, SIG_IGN);
+  sigemptyset(&stopSignals);
+  sigaddset(&stopSignals, SIGTERM);
+  sigaddset(&stopSignals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stopSignals, 0);
+
+  if (dqlite_node_create(o.id, o.address, o.data, &node) != 0) {
+    fprintf(stderr, "evidence_node: cannot create node %llu: %s\n", o.id,
+            node ? dqlite_node_errmsg(node) : "out of memory");
+    if (node) dqlite_node_destroy(node);
+    return 1;
+  }
+  if (dqlite_node_set_bind_address(node, o.address) != 0 ||
+      (o.latency_ms > 0 && dqlite_node_set_network_latency_ms(node, o.latency_ms) != 0) ||
+      dqlite_node_start(node) != 0) {
+    fprintf(stderr, "evidence_node: cannot start node %llu on %s: %s\n", o.id, o.address,
+            dqlite_node_errmsg(node));
+    dqlite_node_destroy(node);
+    return 1;
+  }
+  fprintf(stderr, "evidence_node: node %llu listening on %s, data in %s%s\n", o.id, o.address, o.data,
+          restarted ? " (restarted)" : "");
+
+  if (o.n_seeds > 0) {
+    if (evidenceJoin(o.id, o.address, o.seeds, o.n_seeds, JOIN_TIMEOUT_MS, zErr, sizeof(zErr)) == 0) {
+      fprintf(stderr, "evidence_node: node %llu is a voter of the cluster\n", o.id);
+    } else if (restarted) {
+      /* It is a member already; the cluster may simply be electing without it. */
+      fprintf(stderr, "evidence_node: could not confirm membership (%s); serving anyway\n", zErr);
+    } else {
+      fprintf(stderr, "evidence_node: cannot join the cluster: %s\n", zErr);
+      return stopNode(node, 1);
+    }
+  }
+  fprintf(stderr, "evidence_node: node %llu ready\n", o.id);
+
+  while (sigwait(&stopSignals, &sig) != 0) {
+  }
+  fprintf(stderr, "evidence_node: node %llu stopping (%s)\n", o.id, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  rc = stopNode(node, 0);
+  if (rc == 0) fprintf(stderr, "evidence_node: node %llu stopped\n", o.id);
+  return rc;
+}

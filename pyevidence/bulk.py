@@ -1,0 +1,534 @@
+"""Bulk import and export: JSONL and CSV files, a directory of documents, one tenant's JSONL.
+
+    from pyevidence import EvidenceStore, bulk
+    with EvidenceStore("evidence.db") as store:
+        bulk.import_file(store, "records.jsonl")              # all records, or none
+        bulk.import_dir(store, "docs/", tenant="team-a", kind="runbook", revision="v1", expires_at=N)
+        with open("team-a.jsonl", "w", encoding="utf-8") as out:
+            bulk.export_jsonl(store, out, tenant="team-a", history=True)
+
+Every record of a file is read and checked before the first one is written, so a
+bad record (reported with its line and field, every one of them) leaves the store
+as it was. The checked records are then written with put_many: in one transaction
+by default (the whole file or nothing), or in transactions of ``batch_size``
+records, for files too big for one; then a failure while writing (disk full, a
+lock held too long) leaves the batches before it written, and the error says how
+many records that was. import_file and import_dir are check_file / check_dir (no
+store needed) followed by write; the CLI calls the two in turn, so a refused import
+never creates a database.
+
+An export line is a record in put()'s fields with sorted keys. The plain export
+has each current record, by record_id; with ``history`` every stored version, in
+the order it was written, so importing it into an empty tenant replays the same
+puts: the same version numbers, content hashes and chain hashes, provided nothing
+of the tenant was ever forgotten. Forgotten versions have no content left to
+export; see ExportReport.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from .core import validation
+from .core.errors import StoreError, ValidationError
+from .core.limits import DEFAULT_LIMITS, Limits
+from .core.records import Record, Version
+from .storage import versions
+from .store import EvidenceStore
+
+FORMATS = ("jsonl", "csv")
+COLUMNS = validation.RECORD_FIELDS  # tenant, record_id, revision, kind, body, source, expires_at
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt", ".text")
+SHOWN_PROBLEMS = 20  # the error message lists this many bad records; ImportRefused.problems has all
+
+# progress(phase, records done, fraction of the work done or None when unknown). The phases:
+CHECKING, WRITING, WRITING_AT_ONCE = "checking", "writing", "writing in one transaction"
+Progress = Callable[[str, int, float | None], None]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A bad record: where it is ("line 4", or a file's path), the field, and what is wrong."""
+
+    where: str
+    field: str | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.field + ': ' if self.field else ''}{self.reason}"
+
+
+class ImportRefused(ValidationError):
+    """Some records are bad; nothing was written. ``problems`` lists every bad record."""
+
+    def __init__(self, source: str, problems: list[Problem]) -> None:
+        shown = [f"  {problem}" for problem in problems[:SHOWN_PROBLEMS]]
+        if len(problems) > SHOWN_PROBLEMS:
+            shown.append(f"  ... and {len(problems) - SHOWN_PROBLEMS} more")
+        count = f"{len(problems)} bad record{'s' if len(problems) != 1 else ''}"
+        super().__init__(source, f"{count}, nothing was written:\n" + "\n".join(shown))
+        self.problems = tuple(problems)
+
+
+class ImportInterrupted(StoreError):
+    """Writing batch number ``batch`` failed; the ``written`` records before it, up to and
+    including the one at ``last_written`` ("line 812"), stay written; none after them was."""
+
+    def __init__(self, batch: int, written: int, last_written: str | None, cause: Exception) -> None:
+        through = f", through {last_written}" if last_written else ""
+        super().__init__(
+            f"batch {batch} failed: {cause}; the first {written:,} records (batches 1 to {batch - 1}"
+            f"{through}) were written and stay; none after them was"
+        )
+        self.batch = batch
+        self.written = written
+        self.last_written = last_written
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """``read``: records checked; ``written``: versions stored; ``unchanged``: documents
+    import_dir skipped because the record's current version already holds them."""
+
+    read: int
+    written: int
+    unchanged: int
+    dry_run: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    """``written``: lines written. ``left_out``: forgotten versions (and forget
+    tombstones) a history export could not include; when there are any,
+    ``chain_differs_from`` is the first chain position whose chain hash an import
+    will not reproduce (the records forgotten and stored again also restart their
+    version numbers at 1)."""
+
+    tenant: str
+    written: int
+    history: bool
+    left_out: int
+    chain_differs_from: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """Records read and checked, not yet written (check_file, check_dir; then write).
+    ``wheres[i]`` says where ``records[i]`` came from ("line 4", or a file's path);
+    ``from_dir``: they are documents, and write skips the unchanged ones."""
+
+    records: list[Record]
+    wheres: list[str]
+    from_dir: bool = False
+
+
+def import_file(
+    store: EvidenceStore,
+    source: str | os.PathLike[str] | IO[bytes],
+    *,
+    tenant: str | None = None,
+    format: str | None = None,
+    dry_run: bool = False,
+    batch_size: int | None = None,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Import the records of a JSONL or CSV file (a path, "-" for stdin, or a binary file).
+
+    ``format`` is "jsonl" or "csv", else told by the file's suffix (.jsonl, .ndjson,
+    .csv). A record without a tenant gets ``tenant``; one whose tenant differs from
+    ``tenant`` is bad. Raises ImportRefused listing every bad record, with nothing
+    written; with ``dry_run`` checks everything and writes nothing.
+    """
+    checked = check_file(source, tenant=tenant, format=format, limits=store._limits, progress=progress)
+    return write(store, checked, dry_run=dry_run, batch_size=batch_size, progress=progress)
+
+
+def import_dir(
+    store: EvidenceStore,
+    directory: str | os.PathLike[str],
+    *,
+    tenant: str,
+    kind: str,
+    revision: str,
+    expires_at: int,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """One record per Markdown or text file under ``directory`` (.md, .markdown, .txt,
+    .text; hidden files and folders skipped), in one transaction.
+
+    ``record_id`` is the file's path relative to ``directory`` with / separators,
+    ``source`` its absolute ``file://`` URI, ``body`` its UTF-8 text. A file whose
+    record's current version already holds exactly these fields is skipped: importing
+    an unchanged directory again stores nothing.
+    """
+    checked = check_dir(
+        directory,
+        tenant=tenant,
+        kind=kind,
+        revision=revision,
+        expires_at=expires_at,
+        limits=store._limits,
+        progress=progress,
+    )
+    return write(store, checked, dry_run=dry_run, progress=progress)
+
+
+def check_file(
+    source: str | os.PathLike[str] | IO[bytes],
+    *,
+    tenant: str | None = None,
+    format: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    progress: Progress | None = None,
+) -> Checked:
+    """Read and check every record of a file, as import_file does, without a store."""
+    if source == "-":
+        name = "stdin"
+    elif isinstance(source, (str, os.PathLike)):
+        name = os.fsdecode(source)
+    else:
+        name = str(getattr(source, "name", "input"))
+    chosen = _format_of(name, format)
+    if tenant is not None:
+        tenant = validation.tenant(tenant, limits)
+    with _opened(source) as handle:
+        size = _size_of(handle)
+        rows = _jsonl_rows(handle) if chosen == "jsonl" else _csv_rows(handle)
+        records, wheres, problems = _checked(limits, rows, tenant, handle, size, progress)
+    if problems:
+        raise ImportRefused(name, problems)
+    return Checked(records, wheres)
+
+
+def check_dir(
+    directory: str | os.PathLike[str],
+    *,
+    tenant: str,
+    kind: str,
+    revision: str,
+    expires_at: int,
+    limits: Limits = DEFAULT_LIMITS,
+    progress: Progress | None = None,
+) -> Checked:
+    """Read and check every document of a folder, as import_dir does, without a store."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise ValidationError("directory", f"{root} is not a directory")
+    files = _documents(root)
+    records, wheres, problems = [], [], []
+    for number, path in enumerate(files, start=1):
+        relative = path.relative_to(root).as_posix()
+        try:
+            body = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(relative, "body", f"is not UTF-8 text (byte {exc.start})"))
+            continue
+        fields = dict(
+            tenant=tenant,
+            record_id=relative,
+            revision=revision,
+            kind=kind,
+            body=body,
+            source=path.resolve().as_uri(),
+            expires_at=expires_at,
+        )
+        try:
+            records.append(validation.record(**fields, limits=limits))
+            wheres.append(relative)
+        except ValidationError as exc:
+            problems.append(Problem(relative, exc.field, exc.reason))
+        if progress is not None:
+            progress(CHECKING, number, number / len(files))
+    if problems:
+        raise ImportRefused(str(root), problems)
+    return Checked(records, wheres, from_dir=True)
+
+
+def write(
+    store: EvidenceStore,
+    checked: Checked,
+    *,
+    dry_run: bool = False,
+    batch_size: int | None = None,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Write checked records with put_many: in one transaction, or ``batch_size`` at a
+    time (see ImportInterrupted). Documents whose record already holds them are
+    skipped. With ``dry_run`` nothing is written (the report says what would be)."""
+    if batch_size is not None:
+        validation.integer("batch_size", batch_size, minimum=1, maximum=2**31)
+    records, wheres = checked.records, checked.wheres
+    if checked.from_dir:
+        keep = [i for i, record in enumerate(records) if not _is_current(store, record)]
+        records, wheres = [records[i] for i in keep], [wheres[i] for i in keep]
+    unchanged = len(checked.records) - len(records)
+    written = 0 if dry_run else _write(store, records, batch_size, progress, wheres)
+    return ImportReport(read=len(checked.records), written=written, unchanged=unchanged, dry_run=dry_run)
+
+
+def export_jsonl(store: EvidenceStore, out: IO[str], *, tenant: str, history: bool = False) -> ExportReport:
+    """Write ``tenant``'s current records (by record_id) or, with ``history``, every
+    stored version (in the order written) to ``out`` as JSONL, from one snapshot.
+    Vectors are not exported; a store opened with an embedder computes them again on import."""
+    tenant = validation.tenant(tenant, store._limits)
+    with store._engine_locked() as engine, engine.snapshot():
+        if history:
+            rows = engine.select(versions.CHAIN_SQL, (tenant,))
+        else:
+            rows = engine.select(_CURRENT_SQL, (tenant,))
+    written = left_out = 0
+    differs_from = None
+    for row in rows:
+        if history:
+            version = Version(*row)
+            if version.body is None:  # forgotten, or the tombstone of a forget: no content left
+                left_out += 1
+                differs_from = differs_from or version.chain_seq
+                continue
+            fields = (version.record_id, version.revision, version.kind, version.body, version.source)
+            record = dict(zip(_EXPORTED[:5], fields, strict=True), expires_at=version.expires_at)
+        else:
+            record = dict(zip(_EXPORTED, row, strict=True))
+        out.write(json.dumps({**record, "tenant": tenant}, sort_keys=True, separators=(",", ":")) + "\n")
+        written += 1
+    return ExportReport(
+        tenant=tenant, written=written, history=history, left_out=left_out, chain_differs_from=differs_from
+    )
+
+
+_EXPORTED = ("record_id", "revision", "kind", "body", "source", "expires_at")
+_CURRENT_SQL = f"SELECT {', '.join(_EXPORTED)} FROM evidence WHERE tenant = ?1 ORDER BY record_id"
+
+
+def _format_of(name: str, format: str | None) -> str:
+    if format is not None:
+        if format not in FORMATS:
+            raise ValidationError("format", f"must be one of {', '.join(FORMATS)}; got {format!r}")
+        return format
+    suffix = Path(name).suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if suffix == ".csv":
+        return "csv"
+    raise ValidationError("format", f"cannot tell the format of {name}; name it (jsonl or csv)")
+
+
+class _opened:
+    """The source as a binary file; closed afterwards only when opened here."""
+
+    def __init__(self, source: str | os.PathLike[str] | IO[bytes]) -> None:
+        self._own = isinstance(source, (str, os.PathLike)) and source != "-"
+        if source == "-":
+            self._handle: IO[bytes] = sys.stdin.buffer
+        elif isinstance(source, (str, os.PathLike)):
+            self._handle = open(source, "rb")
+        else:
+            self._handle = source
+
+    def __enter__(self) -> IO[bytes]:
+        return self._handle
+
+    def __exit__(self, *exc: object) -> None:
+        if self._own:
+            self._handle.close()
+
+
+def _size_of(handle: IO[bytes]) -> int | None:
+    try:
+        return os.fstat(handle.fileno()).st_size if handle.seekable() else None
+    except (OSError, io.UnsupportedOperation):
+        return None
+
+
+# A row: where it starts ("line 4"), and its fields, or the Problem that stops it being a record.
+Row = tuple[str, dict[str, Any] | Problem]
+
+
+def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
+    for number, raw in enumerate(handle, start=1):
+        where = f"line {number}"
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield where, Problem(where, None, f"is not UTF-8 (byte {exc.start})")
+            continue
+        if not line.strip():
+            continue  # blank lines (a trailing newline, spacing) are not records
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield where, Problem(where, None, f"is not valid JSON ({exc.msg}, column {exc.colno})")
+            continue
+        if not isinstance(value, dict):
+            yield where, Problem(where, None, f"must be a JSON object, got {type(value).__name__}")
+            continue
+        yield where, value
+
+
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+
+
+def _csv_rows(handle: IO[bytes]) -> Iterator[Row]:
+    text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")  # spreadsheets write a BOM
+    try:
+        reader = csv.reader(text, strict=True)
+        try:
+            header = next(reader, None)
+        except (csv.Error, UnicodeDecodeError) as exc:
+            yield "line 1", Problem("line 1", None, f"cannot be read as CSV: {exc}")
+            return
+        if header is None:
+            return
+        unknown = [name for name in header if name not in COLUMNS]
+        missing = [name for name in COLUMNS if name not in header and name != "tenant"]
+        if unknown or missing or len(set(header)) != len(header):
+            reason = "the header must name the columns " + ", ".join(COLUMNS) + " (tenant optional) once each"
+            yield "line 1", Problem("line 1", None, f"{reason}; got {', '.join(header)}")
+            return
+        previous_end = reader.line_num
+        while True:
+            where = f"line {previous_end + 1}"
+            try:
+                cells = next(reader, None)
+            except (csv.Error, UnicodeDecodeError) as exc:
+                yield where, Problem(where, None, f"cannot be read as CSV: {exc}")
+                return
+            if cells is None:
+                return
+            previous_end = reader.line_num
+            if not cells:
+                continue
+            if len(cells) != len(header):
+                yield where, Problem(where, None, f"has {len(cells)} cells; the header has {len(header)}")
+                continue
+            fields: dict[str, Any] = dict(zip(header, cells, strict=True))
+            if fields.get("tenant") == "":
+                del fields["tenant"]  # an empty tenant cell: the --tenant given, if any
+            if _WHOLE_NUMBER.fullmatch(fields["expires_at"].strip()):
+                fields["expires_at"] = int(fields["expires_at"])
+            else:
+                reason = f"must be a whole number, got {fields['expires_at']!r}"
+                yield where, Problem(where, "expires_at", reason)
+                continue
+            yield where, fields
+    finally:
+        text.detach()  # the caller closes the file it opened
+
+
+def _checked(
+    limits: Limits,
+    rows: Iterator[Row],
+    tenant: str | None,
+    handle: IO[bytes],
+    size: int | None,
+    progress: Progress | None,
+) -> tuple[list[Record], list[str], list[Problem]]:
+    records: list[Record] = []
+    wheres: list[str] = []
+    problems: list[Problem] = []
+    next_report = 0.0
+    for count, (where, fields) in enumerate(rows, start=1):
+        if isinstance(fields, Problem):
+            problems.append(fields)
+        else:
+            found = _record(limits, where, fields, tenant)
+            if isinstance(found, Problem):
+                problems.append(found)
+            else:
+                records.append(found)
+                wheres.append(where)
+        if progress is not None and time.monotonic() >= next_report:
+            next_report = time.monotonic() + 0.1
+            progress(CHECKING, count, _fraction(handle, size))
+    if progress is not None:
+        progress(CHECKING, len(records) + len(problems), 1.0)
+    return records, wheres, problems
+
+
+def _fraction(handle: IO[bytes], size: int | None) -> float | None:
+    if not size:
+        return None
+    try:
+        return min(handle.tell() / size, 1.0)
+    except (OSError, ValueError):
+        return None
+
+
+def _record(limits: Limits, where: str, fields: dict[str, Any], tenant: str | None) -> Record | Problem:
+    unknown = sorted(str(key) for key in fields if key not in COLUMNS)
+    if unknown:
+        return Problem(where, unknown[0], f"is not a record field; the fields are {', '.join(COLUMNS)}")
+    if tenant is not None:
+        if "tenant" in fields and fields["tenant"] != tenant:
+            return Problem(where, "tenant", f"is {fields['tenant']!r}, but the import is for {tenant!r}")
+        fields = {**fields, "tenant": tenant}
+    missing = [name for name in COLUMNS if name not in fields]
+    if missing:
+        hint = " (or give the import a tenant)" if missing == ["tenant"] else ""
+        return Problem(where, missing[0], f"is required{hint}")
+    try:
+        return validation.record(**fields, limits=limits)
+    except ValidationError as exc:
+        return Problem(where, exc.field, exc.reason)
+
+
+def _write(
+    store: EvidenceStore,
+    records: list[Record],
+    batch_size: int | None,
+    progress: Progress | None,
+    wheres: list[str] | None = None,
+) -> int:
+    if not records:
+        return 0
+    size = batch_size or len(records)
+    written = 0
+    # One transaction reports nothing until it commits: its phase says so, and shows the time taken.
+    phase = WRITING if size < len(records) else WRITING_AT_ONCE
+    if progress is not None:
+        progress(phase, 0, 0.0)
+    for batch, start in enumerate(range(0, len(records), size), start=1):
+        try:
+            written += store.put_many(records[start : start + size])
+        except StoreError as exc:
+            if batch == 1:
+                raise
+            raise ImportInterrupted(batch, written, wheres[written - 1] if wheres else None, exc) from exc
+        if progress is not None:
+            progress(phase, written, written / len(records))
+    return written
+
+
+def _documents(root: Path) -> list[Path]:
+    found = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
+        for name in sorted(names):
+            if not name.startswith(".") and name.lower().endswith(DOCUMENT_SUFFIXES):
+                found.append(Path(folder) / name)
+    return sorted(found, key=lambda path: path.relative_to(root).as_posix())
+
+
+def _is_current(store: EvidenceStore, record: Record) -> bool:
+    """Whether the record's current version already holds exactly these fields."""
+    history = store.history(tenant=record.tenant, record_id=record.record_id)
+    if not history or history[-1].operation != "put" or history[-1].body is None:
+        return False
+    return history[-1].content_hash == versions.content_hash(*(getattr(record, f) for f in COLUMNS))

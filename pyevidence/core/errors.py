@@ -1,0 +1,63 @@
+"""Exceptions raised by pyevidence (every one derives from EvidenceError), and its warning."""
+
+from __future__ import annotations
+
+
+class EvidenceError(Exception):
+    """Base class of every error pyevidence raises on purpose."""
+
+
+class ValidationError(EvidenceError, ValueError):
+    """An argument broke a documented rule; nothing was changed.
+
+    ``field`` names the offending argument, so a caller (or a CLI) can point at it;
+    ``reason`` says what is wrong with it.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+class ScorerError(EvidenceError):
+    """A scorer returned something that is not a finite number."""
+
+
+class EngineUnavailableError(EvidenceError):
+    """The requested engine is not available in this installation."""
+
+
+class EngineFallbackWarning(UserWarning):
+    """engine="auto" runs the Python engine: the native engine is not built in this installation.
+
+    Issued once per process. The results are the same, only slower; pass engine="python"
+    to choose it on purpose, or reinstall with a C compiler to get the native engine.
+    """
+
+
+class StoreError(EvidenceError):
+    """The database could not be opened, read or written as asked."""
+
+
+class SchemaError(StoreError):
+    """The file is not a pyevidence database of a version this release understands."""
+
+
+# SQLite's primary result codes for "this file is not a usable database".
+_NOT_A_DATABASE = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+# ... and for "the disk refused": SQLITE_IOERR, SQLITE_FULL.
+_DISK_TROUBLE = {10, 13}
+_DISK_HINT = (
+    "check the disk (free space, the file size limit) and that the database file, its -wal "
+    "file and its directory are writable, then retry"
+)
+
+
+def from_sqlite(code: int, message: str, *, writing: bool = False) -> StoreError:
+    """The exception both engines raise for an SQLite failure with result ``code``.
+    ``writing``: the failed call was a write (put, put_many, forget), which SQLite
+    has rolled back, so the message can say nothing was written."""
+    if code & 0xFF in _DISK_TROUBLE:
+        message += ("; nothing was written; " if writing else "; ") + _DISK_HINT
+    return (SchemaError if code & 0xFF in _NOT_A_DATABASE else StoreError)(message)

@@ -1,0 +1,196 @@
+"""The validation rules: the one place that decides which arguments are acceptable.
+
+Both engines call these functions before touching the database, so a rejected
+call changes nothing. The schema's CHECK constraints repeat the storable-row
+rules as a guard for raw-SQL writers (tests/test_schema.py proves they agree).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import fields
+from typing import Any
+
+from .errors import ValidationError
+from .limits import DEFAULT_LIMITS, Limits
+from .records import KINDS, Record, parse_version
+from .tokens import tokens
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+LIMIT_MIN = 1
+LIMIT_MAX = 10
+
+
+def text(field: str, value: Any, *, allow_empty: bool = False, max_bytes: int | None = None) -> str:
+    """A str that SQLite can store as UTF-8, of at most max_bytes bytes of it;
+    non-empty after stripping unless allowed."""
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string, got {type(value).__name__}")
+    if max_bytes is not None and len(value) > max_bytes:  # cheap first: UTF-8 is never shorter
+        _too_long(field, len(value.encode("utf-8", "surrogatepass")), max_bytes)
+    # isspace() is strip()'s notion of whitespace, without copying the text.
+    if not allow_empty and (not value or value.isspace()):
+        raise ValidationError(field, "must not be empty or only whitespace")
+    if value.isascii():  # the common case: one byte per character, no surrogates
+        size = len(value)
+    else:
+        size = _utf8_size(field, value)
+    if max_bytes is not None and size > max_bytes:
+        _too_long(field, size, max_bytes)
+    return value
+
+
+def _utf8_size(field: str, value: str) -> int:
+    try:
+        return len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            field, f"is not valid Unicode text (lone surrogate at index {exc.start})"
+        ) from None
+
+
+def _too_long(field: str, size: int, limit: int) -> None:
+    raise ValidationError(
+        field, f"is {size:,} bytes of UTF-8, over this store's limit of {limit:,} (see Limits)"
+    )
+
+
+def integer(field: str, value: Any, *, minimum: int, maximum: int) -> int:
+    """An int (bool excluded: True is not a time or a count) within [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(field, f"must be an integer, got {type(value).__name__}")
+    if not minimum <= value <= maximum:
+        raise ValidationError(field, f"must be between {minimum} and {maximum}, got {value}")
+    return int(value)
+
+
+def record_kind(value: Any) -> str:
+    if not isinstance(value, str) or value not in KINDS:
+        raise ValidationError("kind", f"must be one of {', '.join(KINDS)}; got {value!r}")
+    return value
+
+
+def record(
+    *,
+    tenant: Any,
+    record_id: Any,
+    revision: Any,
+    kind: Any,
+    body: Any,
+    source: Any,
+    expires_at: Any,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Record:
+    """Validate put() arguments, in signature order, and return the Record to store."""
+    field_bytes = limits.max_field_bytes
+    return Record(
+        tenant=text("tenant", tenant, max_bytes=field_bytes),
+        record_id=text("record_id", record_id, max_bytes=field_bytes),
+        revision=text("revision", revision, max_bytes=field_bytes),
+        kind=record_kind(kind),
+        body=text("body", body, max_bytes=limits.max_body_bytes),
+        source=text("source", source, max_bytes=field_bytes),
+        expires_at=integer("expires_at", expires_at, minimum=0, maximum=INT64_MAX),
+    )
+
+
+RECORD_FIELDS = tuple(f.name for f in fields(Record))
+
+
+def records(items: Any, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
+    """Validate every record of put_many() before anything is written.
+
+    Each item is a Record or a mapping with exactly put()'s keyword arguments.
+    An error names the item's index and field: ``records[3].tenant``.
+    """
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise ValidationError("records", "must be an iterable of records (mappings or Record)")
+    checked = []
+    for index, item in enumerate(items):
+        where = f"records[{index}]"
+        # A Record's fields as a mapping; not asdict(), whose deep copy costs more than the checks.
+        values = {name: getattr(item, name) for name in RECORD_FIELDS} if isinstance(item, Record) else item
+        if not isinstance(values, Mapping):
+            raise ValidationError(where, f"must be a mapping or a Record, got {type(item).__name__}")
+        missing = [name for name in RECORD_FIELDS if name not in values]
+        unknown = sorted(str(key) for key in values if key not in RECORD_FIELDS)
+        problems = []
+        if missing:
+            problems.append(f"missing {', '.join(missing)}")
+        if unknown:
+            problems.append(f"unknown {', '.join(unknown)}")
+        if problems:
+            raise ValidationError(where, "; ".join(problems))
+        try:
+            valid = record(**values, limits=limits)
+        except ValidationError as exc:
+            raise ValidationError(f"{where}.{exc.field}", exc.reason) from None
+        # A valid Record is kept as it came (no copy) unless validation normalized it.
+        checked.append(item if valid == item and type(item.expires_at) is int else valid)
+    return checked
+
+
+def scope(*, tenant: Any, revision: Any, now: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str, int]:
+    """Validate the eligibility arguments of retrieve()."""
+    return (
+        text("tenant", tenant, max_bytes=limits.max_field_bytes),
+        text("revision", revision, max_bytes=limits.max_field_bytes),
+        integer("now", now, minimum=INT64_MIN, maximum=INT64_MAX),
+    )
+
+
+def query(value: Any, limits: Limits = DEFAULT_LIMITS) -> str:
+    """Any string within the limits is a query; one without tokens matches nothing lexically."""
+    checked = text("query", value, allow_empty=True, max_bytes=limits.max_query_bytes)
+    count = len(tokens(checked))
+    if count > limits.max_query_tokens:
+        raise ValidationError(
+            "query",
+            f"has {count:,} tokens, over this store's limit of {limits.max_query_tokens:,} (see Limits)",
+        )
+    return checked
+
+
+def limit(value: Any) -> int:
+    return integer("limit", value, minimum=LIMIT_MIN, maximum=LIMIT_MAX)
+
+
+def record_key(*, tenant: Any, record_id: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str]:
+    """Validate the (tenant, record_id) pair that names one record."""
+    return (
+        text("tenant", tenant, max_bytes=limits.max_field_bytes),
+        text("record_id", record_id, max_bytes=limits.max_field_bytes),
+    )
+
+
+def version(value: Any) -> tuple[int, str]:
+    """Validate a version identifier as Hit.version renders it; returns (seq, content hash)."""
+    parsed = parse_version(value) if isinstance(value, str) else None
+    if parsed is None:
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        raise ValidationError(
+            "version", f"must be a version as Hit.version gives it, '<seq>-<64 hex digits>'; got {shown}"
+        )
+    return parsed
+
+
+def tenant(value: Any, limits: Limits = DEFAULT_LIMITS) -> str:
+    return text("tenant", value, max_bytes=limits.max_field_bytes)
+
+
+def sql_params(params: Any) -> list[Any]:
+    """Positional parameters for store.query(): None, int (64-bit), float, str or bytes."""
+    if isinstance(params, (str, bytes, Mapping)) or not isinstance(params, (list, tuple)):
+        raise ValidationError("params", "must be a list or tuple of positional values")
+    for index, value in enumerate(params):
+        field = f"params[{index}]"
+        if isinstance(value, bool) or not (value is None or isinstance(value, (int, float, str, bytes))):
+            raise ValidationError(
+                field, f"must be None, int, float, str or bytes, got {type(value).__name__}"
+            )
+        if isinstance(value, int):
+            integer(field, value, minimum=INT64_MIN, maximum=INT64_MAX)
+        if isinstance(value, str):
+            text(field, value, allow_empty=True)
+    return list(params)

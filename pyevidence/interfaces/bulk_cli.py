@@ -1,0 +1,169 @@
+"""The import and export commands: arguments, the progress bar, and the calls into pyevidence.bulk."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from typing import Any, TextIO
+
+from .. import bulk
+from ..core import validation
+from ..core.errors import ValidationError
+from ..core.records import KINDS
+from ..store import EvidenceStore
+
+IMPORT_DESCRIPTION = "import records from JSONL or CSV (all or none), or one record per document of a folder"
+EXPORT_DESCRIPTION = "write one tenant's current records (or, with --history, every version) as JSONL"
+
+
+def add_import_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", nargs="?", metavar="FILE", help="a .jsonl or .csv file, or - for stdin")
+    parser.add_argument("--tenant", help="the tenant of records that name none (required with --from-dir)")
+    parser.add_argument("--format", choices=bulk.FORMATS, help="the file's format (default: from its suffix)")
+    parser.add_argument("--dry-run", action="store_true", help="check every record, write nothing")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        metavar="N",
+        help="commit every N records instead of the whole file at once (a failure keeps earlier batches)",
+    )
+    docs = parser.add_argument_group("a folder of documents (.md, .markdown, .txt, .text)")
+    docs.add_argument(
+        "--from-dir", metavar="DIR", help="one record per document, record_id its relative path"
+    )
+    docs.add_argument("--kind", choices=KINDS, help="the documents' kind")
+    docs.add_argument("--revision", help="the documents' revision")
+    docs.add_argument("--expires-at", type=int, metavar="N", help="the documents' logical expiry time")
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tenant", required=True)
+    parser.add_argument("--history", action="store_true", help="every stored version, in the order written")
+    parser.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (FILE must not exist)")
+
+
+class ProgressBar:
+    """records/s and an ETA on a terminal's stderr, redrawn at most ten times a second.
+
+    One transaction tells nothing until it commits: while it runs, a ticker shows the
+    seconds spent (--batch-size gives a bar with an ETA instead)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._started = time.monotonic()
+        self._phase = ""
+        self._drawn = False
+        self._last = 0.0
+        self._lock = threading.Lock()
+        self._ticking = threading.Event()
+        self._closed = False
+
+    def __call__(self, phase: str, done: int, fraction: float | None) -> None:
+        now = time.monotonic()
+        self._ticking.set()  # stops a ticker
+        if phase != self._phase:
+            self._phase, self._started = phase, now
+        finished = fraction is not None and fraction >= 1.0
+        if phase == bulk.WRITING_AT_ONCE and not finished:
+            self._ticking = threading.Event()
+            threading.Thread(target=self._tick, args=(self._ticking,), daemon=True).start()
+            return
+        if not finished and (now - self._last < 0.1 or now - self._started < 0.1):
+            return  # at most ten redraws a second, and no rate from the first instants of a phase
+        self._last = now
+        elapsed = max(now - self._started, 1e-6)
+        line = f"{phase} {done:,} records, {done / elapsed:,.0f}/s"
+        if fraction is not None and fraction > 0:
+            filled = int(fraction * 20)
+            eta = elapsed * (1 - fraction) / fraction
+            line += f" [{'#' * filled}{'.' * (20 - filled)}] {fraction:4.0%} ETA {eta:,.0f}s"
+        self._draw(line)
+
+    def _tick(self, stop: threading.Event) -> None:
+        while not stop.wait(0.5):
+            self._draw(f"{bulk.WRITING_AT_ONCE}: {time.monotonic() - self._started:,.0f}s so far")
+
+    def _draw(self, line: str) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._drawn = True
+            self._stream.write(f"\r{line:<79}")
+            self._stream.flush()
+
+    def close(self) -> None:
+        self._ticking.set()
+        with self._lock:
+            self._closed = True
+        if self._drawn:
+            self._stream.write("\n")
+            self._stream.flush()
+
+
+def run_import(args: argparse.Namespace) -> dict[str, Any]:
+    bar = ProgressBar(sys.stderr) if sys.stderr.isatty() else None
+    try:
+        checked = _checked(args, bar)  # all of the input, before any database is opened or created
+        # A dry run writes nothing, not even a new database: it checks against an empty store then.
+        if args.dry_run and not os.path.exists(args.db):
+            opened = EvidenceStore(":memory:", engine=args.engine)
+        else:
+            opened = EvidenceStore(args.db, engine=args.engine, read_only=args.dry_run)
+        with opened as store:
+            report = bulk.write(
+                store, checked, dry_run=args.dry_run, batch_size=args.batch_size, progress=bar
+            )
+    finally:
+        if bar is not None:
+            bar.close()
+    return {"import": report.to_dict()}
+
+
+def _checked(args: argparse.Namespace, bar: ProgressBar | None) -> bulk.Checked:
+    if args.batch_size is not None:
+        validation.integer("batch_size", args.batch_size, minimum=1, maximum=2**31)
+    if args.from_dir is None:
+        if args.file is None:
+            raise ValidationError("FILE", "name a .jsonl or .csv file, - for stdin, or use --from-dir")
+        for flag in ("kind", "revision", "expires_at"):
+            if getattr(args, flag) is not None:
+                raise ValidationError(flag, "is for --from-dir; a file's records carry their own")
+        chosen = args.format or ("jsonl" if args.file == "-" else None)
+        return bulk.check_file(args.file, tenant=args.tenant, format=chosen, progress=bar)
+    if args.file is not None:
+        raise ValidationError("FILE", "give a file or --from-dir, not both")
+    for flag in ("tenant", "kind", "revision", "expires_at"):
+        if getattr(args, flag) is None:
+            raise ValidationError(flag, f"is required with --from-dir (--{flag.replace('_', '-')})")
+    if args.batch_size is not None:
+        raise ValidationError("batch_size", "a folder is imported in one transaction; leave --batch-size out")
+    return bulk.check_dir(
+        args.from_dir,
+        tenant=args.tenant,
+        kind=args.kind,
+        revision=args.revision,
+        expires_at=args.expires_at,
+        progress=bar,
+    )
+
+
+def run_export(args: argparse.Namespace) -> None:
+    from .cli import _existing
+
+    with EvidenceStore(_existing(args.db), engine=args.engine, read_only=True) as store:
+        if args.out is None:
+            report = bulk.export_jsonl(store, sys.stdout, tenant=args.tenant, history=args.history)
+        else:
+            with open(args.out, "x", encoding="utf-8", newline="\n") as out:
+                report = bulk.export_jsonl(store, out, tenant=args.tenant, history=args.history)
+    noun = "version" if args.history else "record"
+    summary = f"pyevidence: exported {report.written:,} {noun}{'' if report.written == 1 else 's'}"
+    if report.left_out:
+        summary += (
+            f"; left out {report.left_out:,} forgotten versions (no content left): chain hashes from "
+            f"position {report.chain_differs_from} on will differ after an import"
+        )
+    print(summary, file=sys.stderr)

@@ -1,0 +1,276 @@
+"""The pyevidence command line: subcommands mirror the Python API and print JSON.
+
+Exit codes: 0 success; 1 the store could not do it (missing or foreign database,
+engine unavailable, I/O); 2 bad input (usage errors and rejected arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core import jsonout
+from ..core.errors import EvidenceError, SchemaError, ValidationError
+from ..core.records import KINDS
+from ..storage import paths
+from ..store import ENGINES, EvidenceStore
+from . import bulk_cli, cluster_node, demo, doctor, mcp_server
+
+EXIT_OK, EXIT_STORE, EXIT_INPUT = 0, 1, 2
+DEFAULT_BENCH_SIZES = "1000,10000,100000"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pyevidence",
+        description="Scoped evidence memory on SQLite: store records, retrieve only in-scope ones.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_text: str, *, db: bool = True) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if db:
+            p.add_argument("--db", required=True, metavar="FILE", help="the database file")
+        p.add_argument("--engine", choices=ENGINES, default="auto", help="engine (default: auto)")
+        return p
+
+    p = command("demo", "run the eligibility-before-ranking demonstration", db=False)
+    p.add_argument(
+        "--semantic",
+        action="store_true",
+        help="lexical, vector and hybrid scorers on one query (needs pip install 'pyevidence[embeddings]')",
+    )
+    sub.add_parser("doctor", help="show what this installation can do (engines, SQLite, extension loading)")
+
+    p = sub.add_parser("bench", help="benchmark the Python engine, the native engine and the floor")
+    p.add_argument("--sizes", default=DEFAULT_BENCH_SIZES, help="eligible rows per run, comma-separated")
+    p.add_argument("--full", action="store_true", help="also run 1,000,000 eligible rows")
+    p.add_argument("--out", default="bench-results", metavar="DIR", help="where to write the results")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument(
+        "--writes",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="eligible records for the write section (put_many beside FTS5 and plain SQLite; 0: skip it)",
+    )
+    p.add_argument(
+        "--vectors",
+        action="store_true",
+        help="benchmark vector ranking instead (1,000 and 10,000 rows unless --sizes is given)",
+    )
+
+    p = sub.add_parser(
+        "node",
+        help="run one node of a replicated cluster: --id N --address HOST:PORT --data DIR [--join H:P]",
+        add_help=False,
+    )
+    p.add_argument("node_args", nargs=argparse.REMAINDER, help="the node's options (see --help)")
+
+    p = sub.add_parser("sql", help="run one read-only SQL statement where pyevidence's functions exist")
+    p.add_argument("db", metavar="DB", help="the database file")
+    p.add_argument("statement", metavar="SQL")
+    p.add_argument("params", nargs="*", metavar="PARAM", help="positional parameters, passed as text")
+
+    p = command("put", "store a new version of one record (creates the database if absent)")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--record-id", required=True)
+    p.add_argument("--revision", required=True)
+    p.add_argument("--kind", required=True, choices=KINDS)
+    body = p.add_mutually_exclusive_group(required=True)
+    body.add_argument("--body", help="the record text")
+    body.add_argument("--body-file", metavar="PATH", help="read the text from PATH (- for stdin)")
+    p.add_argument("--source", required=True, help="the citation to show for this record")
+    p.add_argument("--expires-at", required=True, type=int, metavar="N", help="logical expiry time")
+
+    p = command("retrieve", "rank the in-scope records for a query")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--revision", required=True)
+    p.add_argument("--query", required=True)
+    p.add_argument("--now", required=True, type=int, metavar="N", help="the caller's logical time")
+    p.add_argument("--limit", type=int, default=5, metavar="N", help="at most N hits, 1..10 (default 5)")
+
+    p = command("forget", "forget one record of one tenant (its current row and its versions' content)")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--record-id", required=True)
+
+    p = command("history", "list the versions of one record, oldest first")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--record-id", required=True)
+
+    p = command("get-version", "resolve a cited version (Hit.version) to its exact body and fields")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--record-id", required=True)
+    p.add_argument("--version", required=True, metavar="SEQ-HASH")
+
+    p = command("verify", "recompute a tenant's hash chain; exit 1 and name the first break if broken")
+    p.add_argument("--tenant", required=True)
+
+    mcp_server.add_arguments(command("mcp", mcp_server.DESCRIPTION))
+    bulk_cli.add_import_arguments(command("import", bulk_cli.IMPORT_DESCRIPTION))
+    bulk_cli.add_export_arguments(command("export", bulk_cli.EXPORT_DESCRIPTION))
+    return parser
+
+
+def _read_body(args: argparse.Namespace) -> str:
+    if args.body is not None:
+        return str(args.body)
+    if args.body_file == "-":
+        return sys.stdin.read()
+    with open(args.body_file, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _database(path: str, *, field: str = "--db") -> str:
+    """A database file: never ':memory:', an empty name (an unset shell variable) or a
+    file: URI, which would acknowledge writes and keep nothing (pyevidence/storage/paths.py)."""
+    paths.checked_name(path, field=field, allow_memory=False)
+    return path
+
+
+def _existing(path: str, *, field: str = "--db") -> str:
+    """retrieve and forget never create a database: a typo must not look like 'no evidence'."""
+    if path.startswith("dqlite://"):
+        return path  # a cluster: the engine says whether it can be reached
+    if not os.path.lexists(_database(path, field=field)):
+        raise FileNotFoundError(f"no database at {path}; create one with 'pyevidence put'")
+    return path
+
+
+def _read_as_it_is(path: str) -> EvidenceStore:
+    """sql is read-only: it opens the store as it is (no schema written, no upgrade)."""
+    try:
+        return EvidenceStore(path, engine="native", read_only=True)
+    except SchemaError as exc:
+        raise SchemaError(f"{exc}; 'pyevidence sql' reads a store as it is and never changes it") from None
+
+
+def _jsonable(value: Any) -> Any:
+    """SQL values as JSON: a blob becomes {"blob": "<hex>"}."""
+    return {"blob": value.hex()} if isinstance(value, bytes) else value
+
+
+def _bench(args: argparse.Namespace) -> Any:
+    from ..bench import report, run, vectors
+
+    try:
+        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    except ValueError:
+        raise ValidationError("sizes", f"must be comma-separated whole numbers, got {args.sizes!r}") from None
+    if not sizes or min(sizes) < 10:
+        raise ValidationError("sizes", "must name at least one size of 10 rows or more")
+    if args.vectors:
+        chosen = sorted(sizes) if args.sizes != DEFAULT_BENCH_SIZES else [1_000, 10_000]
+        results = vectors.run(chosen, seed=args.seed)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "vectors.json").write_text(jsonout.dumps(results))
+        (out / "vectors.md").write_text(vectors.markdown(results))
+        sys.stderr.write(vectors.markdown(results))
+        return {"written": [str(out / "vectors.json"), str(out / "vectors.md")]}
+    if args.full and 1_000_000 not in sizes:
+        sizes.append(1_000_000)
+    if args.writes < 0:
+        raise ValidationError("writes", f"must be 0 or more, got {args.writes}")
+    results = run.run(sorted(sizes), seed=args.seed, writes_of=args.writes)
+    written = report.write(results, Path(args.out))
+    sys.stderr.write(report.markdown(results))
+    return {"written": [str(p) for p in written]}
+
+
+def _run(args: argparse.Namespace) -> Any:
+    if args.command == "demo":
+        return demo.run_semantic(engine=args.engine) if args.semantic else demo.run(engine=args.engine)
+    if args.command == "doctor":
+        return doctor.report()
+    if args.command == "bench":
+        return _bench(args)
+    if args.command == "sql":
+        with _read_as_it_is(_existing(args.db, field="DB")) as store:
+            rows = store.query(args.statement, list(args.params))
+        return {"columns": list(rows.columns), "rows": [[_jsonable(v) for v in row] for row in rows]}
+    if args.command == "put":
+        db = _database(args.db)
+        body = _read_body(args)
+        with EvidenceStore(db, engine=args.engine) as store:
+            store.put(
+                tenant=args.tenant,
+                record_id=args.record_id,
+                revision=args.revision,
+                kind=args.kind,
+                body=body,
+                source=args.source,
+                expires_at=args.expires_at,
+            )
+        return {"put": {"tenant": args.tenant, "record_id": args.record_id}}
+    if args.command == "retrieve":
+        with EvidenceStore(_existing(args.db), engine=args.engine) as store:
+            result = store.retrieve(
+                tenant=args.tenant,
+                revision=args.revision,
+                query=args.query,
+                now=args.now,
+                limit=args.limit,
+            )
+        scope = {"tenant": args.tenant, "revision": args.revision, "now": args.now}
+        return {"query": args.query, "scope": scope, **result.to_dict()}
+    if args.command == "forget":
+        with EvidenceStore(_existing(args.db), engine=args.engine) as store:
+            deleted = store.forget(tenant=args.tenant, record_id=args.record_id)
+        return {"forget": {"tenant": args.tenant, "record_id": args.record_id, "deleted": deleted}}
+    if args.command == "mcp":
+        return mcp_server.main(args)  # stdout carries the protocol only: nothing is printed after it
+    if args.command == "import":
+        return bulk_cli.run_import(args)
+    if args.command == "export":
+        return bulk_cli.run_export(args)  # the JSONL went to stdout or --out; a summary to stderr
+    if args.command in ("history", "get-version", "verify"):
+        with EvidenceStore(_existing(args.db), engine=args.engine, read_only=True) as store:
+            if args.command == "history":
+                found = store.history(tenant=args.tenant, record_id=args.record_id)
+                return {
+                    "tenant": args.tenant,
+                    "record_id": args.record_id,
+                    "versions": [v.to_dict() for v in found],
+                }
+            if args.command == "get-version":
+                return store.get_version(
+                    tenant=args.tenant, record_id=args.record_id, version=args.version
+                ).to_dict()
+            return store.verify(tenant=args.tenant).to_dict()
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["node"]:  # every option is the node program's own (cluster_node.py)
+        try:
+            cluster_node.exec_node(argv[1:])
+        except (EvidenceError, OSError) as exc:
+            print(f"pyevidence: error: {exc}", file=sys.stderr)
+        return EXIT_STORE
+    args = _parser().parse_args(argv)
+    try:
+        output = _run(args)
+    except ValidationError as exc:
+        print(f"pyevidence: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except (EvidenceError, OSError, UnicodeError) as exc:
+        print(f"pyevidence: error: {exc}", file=sys.stderr)
+        return EXIT_STORE
+    if output is None:
+        return EXIT_OK
+    try:
+        text = jsonout.dumps(output)
+    except ValueError as exc:  # an infinite float from SQL: nothing is printed on stdout
+        hint = "; select such values as text (CAST(x AS TEXT)) or NULL" if args.command == "sql" else ""
+        print(f"pyevidence: error: {exc}{hint}", file=sys.stderr)
+        return EXIT_STORE
+    sys.stdout.write(text)
+    if args.command == "verify" and not output["ok"]:
+        return EXIT_STORE  # a broken chain is the store's problem, reported on stdout as JSON
+    return EXIT_OK

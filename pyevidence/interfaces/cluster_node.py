@@ -1,0 +1,48 @@
+"""``pyevidence node``: runs one node of a cluster, the C program evidence_node.
+
+The program is not built into the Python package: it links libdqlite, which a
+wheel cannot assume, and only the machines that run a node need it. ``make node``
+builds it into build/evidence_node of the source tree (Debian/Ubuntu: apt-get
+install libdqlite-dev first). It is looked for, in order, at:
+
+1. ``$PYEVIDENCE_NODE``, a path to the program;
+2. build/evidence_node next to the package (an editable install of the source tree);
+3. ``evidence_node`` on ``PATH`` (copy it there to run nodes from any install).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..core.errors import EngineUnavailableError
+
+PROGRAM = "evidence_node"
+
+
+def node_program() -> str:
+    """The path of evidence_node, or EngineUnavailableError saying how to build it."""
+    override = os.environ.get("PYEVIDENCE_NODE")
+    if override:
+        if not os.access(override, os.X_OK):
+            raise EngineUnavailableError(f"PYEVIDENCE_NODE={override} is not an executable program")
+        return override
+    built = Path(__file__).resolve().parent.parent / "build" / PROGRAM
+    if os.access(built, os.X_OK):
+        return str(built)
+    on_path = shutil.which(PROGRAM)
+    if on_path:
+        return on_path
+    raise EngineUnavailableError(
+        f"{PROGRAM}, the cluster node program, is not built: in the pyevidence source tree run "
+        "'make node' (it needs libdqlite's headers: apt-get install libdqlite-dev), then put "
+        f"build/{PROGRAM} on PATH or name it in PYEVIDENCE_NODE"
+    )
+
+
+def exec_node(args: Sequence[str]) -> None:
+    """Replaces this process with the node program, so signals (SIGTERM) reach it directly."""
+    program = node_program()
+    os.execv(program, [program, *args])

@@ -1,0 +1,194 @@
+"""pyevidence mcp: one tenant's evidence served to an agent host over MCP (stdio).
+
+    pyevidence mcp --db evidence.db --tenant team-a --revision v1 [--allow-writes]
+
+The tenant and the revision are the operator's configuration, given on the command
+line; no tool has a field for either, and a call that carries one (or any field
+its schema does not name) is refused with a tool error. The tools, their wording
+and their argument checks are pyevidence.tool's: this module only adapts them to
+the official MCP SDK's low-level server (the mcp extra, 2.x), which validates no
+arguments itself. Without --allow-writes the store is opened read-only and the
+write tools are neither listed nor callable.
+
+``now`` is the server's clock in whole epoch seconds (--clock wall, the default),
+read at each call, or a fixed logical time the operator passes (--clock logical
+--now N): a record is evidence while its expires_at is greater than now.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from .. import tool
+from ..core import validation
+from ..core.errors import EvidenceError, ValidationError
+from ..store import EvidenceStore
+
+if TYPE_CHECKING:
+    import mcp_types
+    from mcp.server.context import ServerRequestContext
+
+DESCRIPTION = "serve one tenant's evidence to an agent host over MCP (stdio)"
+CLOCKS = ("wall", "logical")
+TEXT_BODY_CHARS = 300  # the text rendering shows this much of a body; structured content has it all
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tenant", required=True, help="the one tenant this server serves")
+    parser.add_argument("--revision", required=True, help="the one revision this server serves")
+    parser.add_argument(
+        "--allow-writes", action="store_true", help="also offer put_evidence and forget_evidence"
+    )
+    parser.add_argument(
+        "--clock",
+        choices=CLOCKS,
+        default="wall",
+        help="now: wall = this machine's clock in epoch seconds (default); logical = --now N",
+    )
+    parser.add_argument("--now", type=int, metavar="N", help="the logical time, with --clock logical")
+
+
+class Binding:
+    """What the operator fixed: the scoped store, the revision, the clock and the tools on offer."""
+
+    def __init__(
+        self,
+        store: EvidenceStore,
+        *,
+        tenant: str,
+        revision: str,
+        allow_writes: bool,
+        clock: str,
+        now: int | None,
+    ) -> None:
+        if clock not in CLOCKS:
+            raise ValidationError("clock", f"must be one of {', '.join(CLOCKS)}; got {clock!r}")
+        if (clock == "logical") != (now is not None):
+            raise ValidationError("now", "is given with --clock logical, and only then")
+        if now is not None:
+            validation.integer("now", now, minimum=validation.INT64_MIN, maximum=validation.INT64_MAX)
+        self.scoped = store.scoped(tenant=tenant)
+        self.revision = validation.text("revision", revision)
+        self.allow_writes = allow_writes
+        self._fixed_now = now
+        self.tools = tool.READ_TOOLS + (tool.WRITE_TOOLS if allow_writes else ())
+
+    def now(self) -> int:
+        return self._fixed_now if self._fixed_now is not None else int(time.time())
+
+    def call(self, name: str, arguments: Any) -> dict[str, Any]:
+        return tool.run_tool(
+            name,
+            self.scoped,
+            arguments,
+            revision=self.revision,
+            now=self.now(),
+            allow_writes=self.allow_writes,
+        )
+
+
+def render(name: str, result: dict[str, Any]) -> str:
+    """The short text rendering beside the structured content, for hosts that show only text."""
+    if name == "retrieve_evidence":
+        if not result["hits"]:
+            count = result["eligible_count"]
+            why = (
+                f"{count} record(s) in scope, none sharing a word with the query"
+                if count
+                else "nothing in scope"
+            )
+            return f"{result['note']} ({why}.)"
+        lines = [f"{len(result['hits'])} hit(s) of {result['eligible_count']} records in scope:"]
+        for hit in result["hits"]:
+            body = (
+                hit["body"] if len(hit["body"]) <= TEXT_BODY_CHARS else hit["body"][:TEXT_BODY_CHARS] + "..."
+            )
+            lines.append(f"- {hit['citation']} (record {hit['record_id']}, version {hit['version']}): {body}")
+        return "\n".join(lines)
+    if name == "get_cited_version":
+        if result["status"] == "found":
+            found = result["version"]
+            return f"found: {found['source']} version {found['version']}: {found['body']}"
+        return result.get("note") or f"{result['status']}: only the hashes of that version remain."
+    if name == "record_history":
+        return f"{len(result['versions'])} version(s) of {result['record_id']} in this scope."
+    return json.dumps(result, sort_keys=True)
+
+
+def serve(binding: Binding) -> None:
+    """Serve MCP on stdin/stdout until the client closes the connection."""
+    try:
+        import anyio
+        import mcp_types as types
+        from mcp.server import Server
+        from mcp.server.stdio import stdio_server
+    except ImportError:
+        raise EvidenceError("pyevidence mcp needs the MCP SDK 2.x: pip install 'pyevidence[mcp]'") from None
+    from importlib.metadata import version
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: mcp_types.PaginatedRequestParams | None
+    ) -> mcp_types.ListToolsResult:
+        del ctx, params
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=t["name"], description=t["description"], input_schema=t["input_schema"])
+                for t in binding.tools
+            ]
+        )
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: mcp_types.CallToolRequestParams
+    ) -> mcp_types.CallToolResult:
+        del ctx
+        arguments = {} if params.arguments is None else params.arguments
+        try:
+            # The store blocks; a worker thread keeps the session answering meanwhile.
+            result = await anyio.to_thread.run_sync(functools.partial(binding.call, params.name, arguments))
+        except EvidenceError as exc:
+            field = getattr(exc, "field", None)
+            return types.CallToolResult(
+                content=[types.TextContent(text=f"error: {exc}")],
+                structured_content={"error": str(exc), "field": field},
+                is_error=True,
+            )
+        return types.CallToolResult(
+            content=[types.TextContent(text=render(params.name, result))], structured_content=result
+        )
+
+    server: Server[Any] = Server(
+        "pyevidence",
+        version=version("pyevidence"),
+        instructions=tool.INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+    async def run() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    try:
+        anyio.run(run)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C in a terminal ends the server, as closing its input does
+
+
+def main(args: argparse.Namespace) -> None:
+    """The `pyevidence mcp` command: open the store (read-only unless --allow-writes) and serve."""
+    from .cli import _existing
+
+    with EvidenceStore(_existing(args.db), engine=args.engine, read_only=not args.allow_writes) as store:
+        binding = Binding(
+            store,
+            tenant=args.tenant,
+            revision=args.revision,
+            allow_writes=args.allow_writes,
+            clock=args.clock,
+            now=args.now,
+        )
+        serve(binding)

@@ -1,0 +1,298 @@
+"""The native engine: thin cffi bindings over csrc/evidence_store.c.
+
+The whole request runs in C on a connection this module opens through the
+SQLite C API, with token_overlap() and evidence_eligible registered on it
+directly (no extension loading, so it works on Pythons whose sqlite3 cannot
+load extensions). Python validates arguments (pyevidence.core.validation, shared
+with the Python engine) and converts results.
+
+The GIL is released during every C call (cffi's API mode does so), so other
+threads run while SQLite works; EvidenceStore's lock keeps one call at a time
+on a connection. Memory: C allocates every result; this module copies it into
+Python objects and frees it in a ``finally`` before returning.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ...core.errors import EngineUnavailableError, StoreError, from_sqlite
+from ...core.records import Candidate, Hit, Record
+from ...core.vectors import Vector
+from ...ranking.scoring import hit_from
+from ...ranking.vector_scoring import Scored
+from .. import schema
+from .._native import ffi, lib
+from ..paths import DatabasePath, open_failure_hint
+
+SQLITE_OK = 0
+_INTEGER, _FLOAT, _TEXT, _BLOB, _NULL = 1, 2, 3, 4, 5
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8")
+
+
+class NativeEngine:
+    name = "native"
+
+    def __init__(self, where: DatabasePath, *, read_only: bool = False) -> None:
+        self._where = where
+        handle = ffi.new("EvidenceStore **")
+        rc = lib.evidence_store_open(os.fsencode(where.target), int(read_only), handle)
+        # Collected without close(), the store still closes its connection (close() does it first).
+        self._store = ffi.gc(handle[0], lib.evidence_store_close)
+        self._sqlite_vec = False
+        # While opening, every failure is reported as a failure to open this file.
+        self._opening: str | None = f"opening {where.shown}"
+        self._read_only = read_only
+        try:
+            self._check(rc, "open")
+            schema.prepare(self.query, self._script, where.shown, read_only=read_only)
+        except BaseException:
+            self.close()
+            raise
+        self._opening = None
+
+    def _message(self) -> str:
+        return str(ffi.string(lib.evidence_store_errmsg(self._store)).decode("utf-8", "replace"))
+
+    def _check(self, rc: int, doing: str, *, writing: bool = False, during: str = "") -> None:
+        if rc == SQLITE_OK:
+            return
+        if self._opening:
+            hint = open_failure_hint(rc, self._where, read_only=self._read_only)
+            raise from_sqlite(rc, f"{self._opening} failed: {self._message()}{hint}")
+        raise from_sqlite(rc, f"{doing} failed{during}: {self._message()}", writing=writing)
+
+    def _script(self, sql: str) -> None:
+        data = _utf8(sql)
+        self._check(lib.evidence_store_exec(self._store, data, len(data)), "SQL")
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Runs one SQL statement (reads or writes) and returns its rows: for pyevidence's own use."""
+        return self.run(sql, params, read_only=False)[1]
+
+    def run(
+        self, sql: str, params: Sequence[Any], *, read_only: bool
+    ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+        """Runs one statement with bound parameters; returns (column names, rows)."""
+        data = _utf8(sql)
+        values = ffi.new("EvidenceValue[]", max(len(params), 1))
+        keep = [_bind(values[i], param) for i, param in enumerate(params)]  # alive during the call
+        out = ffi.new("EvidenceTable **")
+        rc = lib.evidence_store_query(self._store, data, len(data), values, len(params), read_only, out)
+        del keep
+        self._check(rc, "query")
+        table = out[0]
+        try:
+            n_cols, n_rows = table.n_cols, table.n_rows
+            names = tuple(ffi.string(table.names[j]).decode("utf-8", "replace") for j in range(n_cols))
+            cells = [_value(table.cells[i], names[i % n_cols]) for i in range(n_rows * n_cols)]
+        finally:
+            lib.evidence_table_free(table)
+        return names, [tuple(cells[r * n_cols : (r + 1) * n_cols]) for r in range(n_rows)]
+
+    def put(self, record: Record, vector: Vector | None = None) -> None:
+        if vector is None:
+            self._write([record], "put")
+        else:
+            self.put_many([record], [vector])
+
+    def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
+        operation = "put_many" if len(records) > 1 else "put"
+        self._exec("BEGIN IMMEDIATE;", operation)
+        try:
+            if vectors is None:
+                self._write(records, operation)
+            else:
+                # A vector belongs to the version stored just before it, so each
+                # record is written before the next one's vector.
+                for record, vector in zip(records, vectors, strict=True):
+                    self._write([record], operation)
+                    if vector is not None:
+                        params = (record.tenant, record.record_id, vector.model, vector.dims, vector.blob)
+                        self.run(schema.VECTOR_PUT_SQL, params, read_only=False)
+        except BaseException:
+            self._rollback()
+            raise
+        rc = lib.evidence_store_exec(self._store, b"COMMIT;", 7)
+        if rc != SQLITE_OK:
+            message = self._message()
+            self._rollback()  # SQLite may keep the transaction open after a failed COMMIT
+            raise from_sqlite(rc, f"{operation} failed while committing: {message}", writing=True)
+
+    def _exec(self, sql: str, doing: str) -> None:
+        data = _utf8(sql)
+        self._check(lib.evidence_store_exec(self._store, data, len(data)), doing, writing=True)
+
+    def _rollback(self) -> None:
+        """Ends the open transaction; nothing to do when an error has already ended it."""
+        lib.evidence_store_exec(self._store, b"ROLLBACK;", 9)
+
+    def _write(self, records: list[Record], doing: str) -> None:
+        """One C call for the whole batch (csrc/evidence_batch.c numbers, hashes and
+        chains the versions and writes the rows), the records packed into one buffer."""
+        fields = [
+            _utf8(text)
+            for r in records
+            for text in (r.tenant, r.record_id, r.revision, r.kind, r.body, r.source)
+        ]
+        data = b"".join(fields)
+        lengths = ffi.new("size_t[]", [len(f) for f in fields])
+        expires_at = ffi.new("int64_t[]", [r.expires_at for r in records])
+        rc = lib.evidence_store_put_many(self._store, data, len(data), lengths, expires_at, len(records))
+        self._check(rc, doing, writing=True)
+
+    def forget(self, tenant: str, record_id: str) -> bool:
+        t, r = _utf8(tenant), _utf8(record_id)
+        deleted = ffi.new("int *")
+        self._check(
+            lib.evidence_store_forget(self._store, t, len(t), r, len(r), deleted), "forget", writing=True
+        )
+        return bool(deleted[0])
+
+    def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Runs one read statement of pyevidence's own (pyevidence/storage/versions.py)."""
+        return self.run(sql, params, read_only=True)[1]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside the block see one consistent state of the database."""
+        self._script("BEGIN;")
+        try:
+            yield
+        finally:
+            self._script("COMMIT;")
+
+    def rank_by_tokens(
+        self, tenant: str, revision: str, now: int, query: str, limit: int
+    ) -> tuple[tuple[Hit, ...], int]:
+        t, v, q = _utf8(tenant), _utf8(revision), _utf8(query)
+        out = ffi.new("EvidenceRows **")
+        rc = lib.evidence_store_retrieve(self._store, t, len(t), v, len(v), now, q, len(q), limit, out)
+        self._check(rc, "retrieve")
+        try:
+            rows = [out[0].rows[i] for i in range(out[0].n_rows)]
+            hits = tuple(hit_from(_candidate(row), int(row.score)) for row in rows)
+            return hits, int(out[0].eligible_count)
+        finally:
+            lib.evidence_rows_free(out[0])
+
+    def candidates(self, tenant: str, revision: str, now: int) -> list[Candidate]:
+        t, v = _utf8(tenant), _utf8(revision)
+        out = ffi.new("EvidenceRows **")
+        self._check(lib.evidence_store_candidates(self._store, t, len(t), v, len(v), now, out), "retrieve")
+        try:
+            return [_candidate(out[0].rows[i]) for i in range(out[0].n_rows)]
+        finally:
+            lib.evidence_rows_free(out[0])
+
+    def _load_sqlite_vec(self) -> None:
+        """Loads sqlite-vec into this connection, once: vec_distance_cosine() runs the ranking."""
+        if self._sqlite_vec:
+            return
+        try:
+            import sqlite_vec
+        except ImportError:
+            raise EngineUnavailableError(
+                "vector ranking on the native engine runs sqlite-vec inside SQLite, and sqlite-vec is "
+                "not installed: pip install 'pyevidence[vectors]' (or open the store with engine='python')"
+            ) from None
+        path = os.fsencode(sqlite_vec.loadable_path())
+        self._check(
+            lib.evidence_store_load_extension(self._store, path, b"sqlite3_vec_init"), "loading sqlite-vec"
+        )
+        self._sqlite_vec = True
+
+    def vector_candidates(
+        self, tenant: str, revision: str, now: int, query: Vector
+    ) -> Callable[[], list[Scored]]:
+        """Every eligible record with sqlite-vec's cosine distance to ``query`` (None: no
+        vector), computed now inside SQLite; the function returned hands it over."""
+        self._load_sqlite_vec()
+        params = (tenant, revision, now, query.model, query.dims, query.blob)
+        rows = self.run(schema.VECTOR_CANDIDATES_SQL, params, read_only=True)[1]
+        scored = [Scored(Candidate(*row[:8]), row[8], bool(row[9])) for row in rows]
+        return lambda: scored
+
+    def rank_by_vector(
+        self, tenant: str, revision: str, now: int, query: Vector, min_similarity: float, limit: int
+    ) -> Callable[[], tuple[tuple[Hit, ...], int, int]]:
+        """vector_scoring's ranking rule, run now inside SQLite: the counts and the hits in
+        one snapshot; the function returned hands them over."""
+        self._load_sqlite_vec()
+        scope = (tenant, revision, now, query.model, query.dims)
+        with self.snapshot():
+            ((eligible, unranked),) = self.run(schema.VECTOR_COUNT_SQL, scope, read_only=True)[1]
+            rows = self.run(
+                schema.VECTOR_RANK_SQL, (*scope, query.blob, min_similarity, limit), read_only=True
+            )[1]
+        ranked = tuple(hit_from(Candidate(*row[:8]), row[8]) for row in rows), int(eligible), int(unranked)
+        return lambda: ranked
+
+    def backup(self, dest: str) -> None:
+        """Copies the database into ``dest``: an absolute path to a new empty file."""
+        self._check(lib.evidence_store_backup(self._store, os.fsencode(dest)), "backup")
+
+    def close(self) -> None:
+        if self._store != ffi.NULL:
+            ffi.release(self._store)  # runs evidence_store_close now, and never again
+            self._store = ffi.NULL
+
+
+def _candidate(row: Any) -> Candidate:
+    """Copies one EvidenceRow out of C memory."""
+    return Candidate(
+        record_id=_text(row.record_id, row.record_id_len, "the record_id of a candidate"),
+        revision=_text(row.revision, row.revision_len, "the revision of a candidate"),
+        kind=_text(row.kind, row.kind_len, "the kind of a candidate"),
+        body=_text(row.body, row.body_len, "the body of a candidate"),
+        source=_text(row.source, row.source_len, "the source of a candidate"),
+        expires_at=int(row.expires_at),
+        version=int(row.version),
+        content_hash=_text(row.content_hash, row.content_hash_len, "the content_hash of a candidate"),
+    )
+
+
+def _text(pointer: Any, length: int, what: str) -> str:
+    """The UTF-8 text at pointer; ``what`` names it in the error (any read can meet it)."""
+    try:
+        return str(ffi.unpack(pointer, length).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        # Only raw SQL can store invalid UTF-8 (CAST(x'ff' AS TEXT)); put() never does.
+        raise StoreError(
+            f"reading {what} failed: it is stored text that is not valid UTF-8 ({exc});"
+            " raw SQL wrote it, put() never does"
+        ) from None
+
+
+def _bind(slot: Any, value: Any) -> Any:
+    """Fills an EvidenceValue from a validated Python value; returns what must stay alive."""
+    if value is None:
+        slot.type = _NULL
+    elif isinstance(value, int):
+        slot.type, slot.i = _INTEGER, value
+    elif isinstance(value, float):
+        slot.type, slot.d = _FLOAT, value
+    else:
+        data = _utf8(value) if isinstance(value, str) else value
+        buffer = ffi.from_buffer(data)
+        slot.type, slot.z, slot.n = (_TEXT if isinstance(value, str) else _BLOB), buffer, len(data)
+        return buffer
+    return None
+
+
+def _value(cell: Any, column: str) -> Any:
+    if cell.type == _INTEGER:
+        return int(cell.i)
+    if cell.type == _FLOAT:
+        return float(cell.d)
+    if cell.type == _TEXT:
+        return _text(cell.z, cell.n, f"column {column!r}")
+    if cell.type == _BLOB:
+        return bytes(ffi.unpack(cell.z, cell.n))
+    return None

@@ -1,0 +1,310 @@
+"""The pure-Python engine: the standard library's sqlite3 and Python scoring.
+
+It needs no compiler and no extension loading, and it is the reference the
+native engine is cross-checked against.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import struct
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ...core.errors import SchemaError, from_sqlite
+from ...core.hashing import FIRST_PREVIOUS
+from ...core.records import Candidate, Hit, Record
+from ...core.vectors import Vector, cosine_distance, squared_norm
+from ...ranking.vector_scoring import Scored, python_rank_by_vector
+from .. import schema, sql_functions
+from ..paths import DatabasePath, open_failure_hint
+from ..versions import chain_hash, content_hash
+
+
+class PythonEngine:
+    name = "python"
+
+    def __init__(self, where: DatabasePath, *, read_only: bool = False) -> None:
+        self._where = where
+        # A read-only open goes through a URI (built from the checked absolute path), the
+        # only way sqlite3 passes SQLITE_OPEN_READONLY; otherwise the absolute path itself.
+        target = where.read_only_uri() if read_only else where.target
+        with _opening_errors(where, read_only):
+            # isolation_level=None: no implicit transactions; every statement
+            # commits on its own unless we BEGIN explicitly.
+            self._conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, uri=read_only)
+        # The triggers of schema.sql hash every version with evidence_sha256() and check
+        # text with evidence_utf8_valid().
+        sql_functions.register(self._conn)
+        # 1 while _write's own statements run: the triggers that would recompute its
+        # rows step aside (schema.sql); 0 otherwise, as on any raw-SQL connection.
+        self._vouching = False
+        self._conn.create_function("evidence_writer_vouches", 0, lambda: int(self._vouching))
+        try:
+            with _opening_errors(where, read_only):
+                schema.prepare(self._query, self._script, where.shown, read_only=read_only)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _query(self, sql: str) -> Sequence[Sequence[Any]]:
+        return self._conn.execute(sql).fetchall()
+
+    def _script(self, sql: str) -> None:
+        # executescript() would COMMIT first; run statements one by one instead so
+        # they stay inside the caller's transaction.
+        for statement in _statements(sql):
+            self._conn.execute(statement)
+
+    def put(self, record: Record, vector: Vector | None = None) -> None:
+        if vector is not None:
+            self.put_many([record], [vector])
+            return
+        # One put is one write, as the native engine's evidence_store_put reports it:
+        # its transaction is its own, and a failed commit is a failed put.
+        with _sqlite_errors("put", writing=True):
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._write([record])
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+
+    def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
+        operation = "put_many" if len(records) > 1 else "put"
+        with _sqlite_errors(operation, writing=True):
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                if vectors is None:
+                    self._write(records)
+                else:
+                    # A vector belongs to the version stored just before it, so each
+                    # record is written before the next one's vector.
+                    for record, vector in zip(records, vectors, strict=True):
+                        self._write([record])
+                        if vector is not None:
+                            self._conn.execute(schema.VECTOR_PUT_SQL, _vector_params(record, vector))
+            except BaseException:
+                self._rollback()
+                raise
+        with _sqlite_errors(operation, writing=True, during=" while committing"):
+            try:
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()  # SQLite may keep the transaction open after a failed COMMIT
+                raise
+
+    def _rollback(self) -> None:
+        """Ends the open transaction, if an error has not already ended it."""
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+
+    def _write(self, records: list[Record]) -> None:
+        """The batch writer (the same steps as csrc/evidence_batch.c): the rows that
+        schema.PUT_SQL's trigger would write for each record in turn. Each tenant's
+        chain head and each record's latest seq are read once; the versions are
+        appended in chain order; each record's current row is written once, for its
+        last version, in the primary-key order of evidence."""
+        execute = self._conn.execute
+        heads: dict[str, tuple[int, str]] = {}
+        seqs = self._latest_seqs(records)
+        appended: list[tuple[Any, ...]] = []
+        current: dict[tuple[str, str], tuple[Any, ...]] = {}
+        for r in records:
+            tenant, record_id = r.tenant, r.record_id
+            head = heads.get(tenant)
+            if head is None:
+                head = execute(schema.CHAIN_HEAD_SQL, (tenant,)).fetchone() or (0, FIRST_PREVIOUS)
+            key = (tenant, record_id)
+            seq = seqs[key] + 1
+            chain_seq = head[0] + 1
+            content = content_hash(tenant, record_id, r.revision, r.kind, r.body, r.source, r.expires_at)
+            chain = chain_hash(head[1], chain_seq, record_id, seq, "put", content)
+            heads[tenant], seqs[key] = (chain_seq, chain), seq
+            appended.append(
+                (
+                    tenant,
+                    chain_seq,
+                    record_id,
+                    seq,
+                    r.revision,
+                    r.kind,
+                    r.body,
+                    r.source,
+                    r.expires_at,
+                    content,
+                    chain,
+                )
+            )
+            current[key] = (
+                tenant,
+                r.revision,
+                r.expires_at,
+                record_id,
+                r.kind,
+                r.body,
+                r.source,
+                seq,
+                content,
+            )
+        in_key_order: list[tuple[Any, ...]] = sorted(current.values(), key=_current_key)
+        self._vouching = True
+        try:
+            self._conn.executemany(schema.VERSION_APPEND_SQL, appended)
+            self._conn.executemany(schema.CURRENT_UPSERT_SQL, in_key_order)
+        finally:
+            self._vouching = False
+
+    def _latest_seqs(self, records: list[Record]) -> dict[tuple[str, str], int]:
+        """The latest seq of each record of the batch (0: none yet), read with one
+        statement per _SEQ_CHUNK records of a tenant (schema.LATEST_SEQ_SQL for many)."""
+        seqs: dict[tuple[str, str], int] = {}
+        by_tenant: dict[str, list[str]] = {}
+        for r in records:
+            if (r.tenant, r.record_id) not in seqs:
+                seqs[r.tenant, r.record_id] = 0
+                by_tenant.setdefault(r.tenant, []).append(r.record_id)
+        for tenant, ids in by_tenant.items():
+            for i in range(0, len(ids), _SEQ_CHUNK):
+                chunk = ids[i : i + _SEQ_CHUNK]
+                chunk += chunk[:1] * (_SEQ_CHUNK - len(chunk))  # one statement text: cached
+                for record_id, seq in self._conn.execute(_LATEST_SEQS_SQL, (tenant, *chunk)):
+                    seqs[tenant, record_id] = seq
+        return seqs
+
+    def forget(self, tenant: str, record_id: str) -> bool:
+        with _sqlite_errors("forget", writing=True):
+            cursor = self._conn.execute(schema.FORGET_SQL, _numbered((tenant, record_id)))
+        return cursor.rowcount > 0
+
+    def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Runs one read statement of pyevidence's own (pyevidence/storage/versions.py)."""
+        with _sqlite_errors("reading the history"):
+            return [tuple(row) for row in self._conn.execute(sql, _numbered(params)).fetchall()]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside the block see one consistent state of the database."""
+        with _sqlite_errors("reading the history"):
+            self._conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with _sqlite_errors("reading the history"):
+                self._conn.execute("COMMIT")
+
+    def candidates(self, tenant: str, revision: str, now: int) -> list[Candidate]:
+        with _sqlite_errors("retrieve"):
+            rows = self._conn.execute(schema.ELIGIBLE_SQL, _numbered((tenant, revision, now))).fetchall()
+        return [Candidate(*row) for row in rows]
+
+    def vector_candidates(
+        self, tenant: str, revision: str, now: int, query: Vector
+    ) -> Callable[[], list[Scored]]:
+        """Reads every eligible record with its vector of ``query``'s model now; the
+        function returned computes the cosine distances (None: no vector), and may run
+        after the store's lock is released: it touches no connection."""
+        with _sqlite_errors("retrieve"):
+            rows = self._conn.execute(
+                schema.VECTOR_ROWS_SQL, _numbered((tenant, revision, now, query.model, query.dims))
+            ).fetchall()
+
+        return lambda: scored_by_distance(rows, query)
+
+    def rank_by_vector(
+        self, tenant: str, revision: str, now: int, query: Vector, min_similarity: float, limit: int
+    ) -> Callable[[], tuple[tuple[Hit, ...], int, int]]:
+        read = self.vector_candidates(tenant, revision, now, query)
+        return lambda: python_rank_by_vector(read(), min_similarity, limit)
+
+    def backup(self, dest: str) -> None:
+        """Copies the database into ``dest``: an absolute path to a new empty file."""
+        with _sqlite_errors("backup"):
+            target = sqlite3.connect(dest)
+            try:
+                self._conn.backup(target)  # all pages in one step: one consistent snapshot
+            finally:
+                target.close()
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def scored_by_distance(rows: Sequence[Sequence[Any]], query: Vector) -> list[Scored]:
+    """Each row of VECTOR_ROWS_SQL with its cosine distance to ``query`` (None: no vector),
+    computed in Python as sqlite-vec computes it; for the engines without sqlite-vec."""
+    components = query.components()
+    norm = squared_norm(components)
+    unpack = struct.Struct(f"<{query.dims}f").unpack
+    scored = []
+    for row in rows:
+        distance = None if row[8] is None else cosine_distance(components, norm, unpack(row[8]))
+        if distance is not None and math.isnan(distance):
+            distance = None  # as SQLite stores a NaN result: NULL
+        scored.append(Scored(Candidate(*row[:8]), distance, row[8] is not None))
+    return scored
+
+
+@contextmanager
+def _sqlite_errors(doing: str, *, writing: bool = False, during: str = "") -> Iterator[None]:
+    """Turns sqlite3's exceptions into pyevidence's, the same mapping as the native engine."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        code = getattr(exc, "sqlite_errorcode", 1)
+        raise from_sqlite(code, f"{doing} failed{during}: {exc}", writing=writing) from None
+
+
+@contextmanager
+def _opening_errors(where: DatabasePath, read_only: bool) -> Iterator[None]:
+    """While opening: the failure named as one to open ``where``, with what to do about it."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        code = getattr(exc, "sqlite_errorcode", 1)
+        hint = open_failure_hint(code, where, read_only=read_only)
+        raise from_sqlite(code, f"opening {where.shown} failed: {exc}{hint}") from None
+
+
+def _statements(sql: str) -> list[str]:
+    """Split SQL text into complete statements, using SQLite's own notion of one."""
+    statements, pending = [], ""
+    for line in sql.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statements.append(pending)
+            pending = ""
+    if pending.strip() and not _only_comments(pending):
+        raise SchemaError("schema.sql ends with an incomplete statement")
+    return statements
+
+
+_SEQ_CHUNK = 200
+_LATEST_SEQS_SQL = (
+    "SELECT record_id, max(seq) FROM evidence_versions WHERE tenant = ? AND record_id IN ("
+    + ", ".join("?" * _SEQ_CHUNK)
+    + ") GROUP BY record_id"
+)
+
+
+def _current_key(row: tuple[Any, ...]) -> tuple[str, str, int, str]:
+    """evidence's primary key (tenant, revision, expires_at, record_id) of a current row.
+    Python orders str by code point, which is the UTF-8 byte order SQLite's BINARY uses."""
+    return row[0], row[1], row[2], row[3]
+
+
+def _numbered(params: Sequence[Any]) -> dict[str, Any]:
+    """Arguments for pyevidence's SQL, whose placeholders are numbered (?1, ?2...) so
+    that C binds them by index: by number, as sqlite3 wants them since Python 3.12."""
+    return {str(number): value for number, value in enumerate(params, 1)}
+
+
+def _vector_params(record: Record, vector: Vector) -> dict[str, Any]:
+    return _numbered((record.tenant, record.record_id, vector.model, vector.dims, vector.blob))
+
+
+def _only_comments(sql: str) -> bool:
+    return all(not line.strip() or line.strip().startswith("--") for line in sql.splitlines())

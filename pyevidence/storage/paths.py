@@ -1,0 +1,288 @@
+"""What a database path may be: the one rule every open and every backup goes through.
+
+A path is a plain file name (``str``, ``bytes`` or ``os.PathLike``; any bytes the
+file system allows, so names that are not UTF-8 work too), or ``":memory:"``
+where the caller allows it. Refused, before SQLite sees anything:
+
+- an empty name (SQLite would open a temporary database and delete it on close),
+- a name beginning with ``file:`` (this SQLite reads such names as URIs, so
+  ``file:x.db?mode=memory`` would acknowledge writes and keep nothing; a file
+  really named so is opened as ``./file:x.db``),
+- anything that exists and is not a regular file once symlinks are followed
+  (a directory, FIFO, socket or device: a FIFO would hang a read-only open),
+  and a symlink that points nowhere;
+- for writing, a file this user cannot write (SQLite would open it read-only
+  without a word); with ``read_only=True``, a file that does not exist.
+
+SQLite is then given the absolute path, so no name can ever reach it as a URI
+or as one of its special names. ``new_file`` creates a backup's destination with
+O_EXCL, so a backup never overwrites a file, even one that appears meanwhile.
+
+Files beside the database: a read-only open that schema.prepare() would refuse
+is refused before SQLite creates -wal and -shm files (a read-only connection
+cannot remove them); a writable open is refused while -wal or -shm files exist
+that this user cannot write; ``open_failure_hint`` says what to do when SQLite
+cannot create them.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Union
+
+from ..core.errors import SchemaError, StoreError, ValidationError
+from . import schema
+
+MEMORY = ":memory:"
+
+StorePath = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+# What stat() says a name is, for "X is a directory, not a database file".
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+# SQLite's extended result codes for "the directory (or a file next to the
+# database) is not writable" during an open.
+SQLITE_CANTOPEN = 14
+SQLITE_READONLY_CANTINIT = 1288
+SQLITE_READONLY_DIRECTORY = 1544
+
+
+@dataclass(frozen=True)
+class DatabasePath:
+    """A checked path: ``shown`` as the caller wrote it (for messages), ``target`` as
+    SQLite opens it (an absolute path, or ":memory:")."""
+
+    shown: str
+    target: str
+
+    @property
+    def in_memory(self) -> bool:
+        return self.target == MEMORY
+
+    def read_only_uri(self, *, immutable: bool = False) -> str:
+        """The ``file:`` URI that opens ``target`` read-only: the only way the stdlib's
+        sqlite3 passes SQLITE_OPEN_READONLY. Built from the file system bytes, so a name
+        that is not UTF-8 survives, and every byte SQLite's URI parser would read as
+        syntax (``?``, ``#``, ``%``) is escaped."""
+        quoted = urllib.parse.quote(os.fsencode(self.target), safe="/")
+        return f"file:{quoted}?mode=ro" + ("&immutable=1" if immutable else "")
+
+
+def checked_name(path: object, *, field: str = "path", allow_memory: bool = True) -> tuple[str, str]:
+    """The (shown, absolute-or-":memory:") names of ``path`` after the naming rules,
+    with no look at the file system. Raises ValidationError naming ``field``."""
+    memory_hint = " or ':memory:'" if allow_memory else ""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise ValidationError(field, f"must be a file path{memory_hint}, got {type(path).__name__}")
+    shown = os.fsdecode(path)
+    if "\x00" in shown:
+        # C would silently open the path cut at the NUL; refuse it instead.
+        raise ValidationError(field, "must not contain NUL characters")
+    if shown == "":
+        raise ValidationError(
+            field,
+            f"is empty; name a database file{memory_hint} (SQLite would open a temporary "
+            "database for an empty name and delete it on close)",
+        )
+    if shown == MEMORY:
+        if not allow_memory:
+            raise ValidationError(field, "':memory:' keeps nothing after the process exits; name a file")
+        return shown, MEMORY
+    if shown[:5].lower() == "file:":
+        raise ValidationError(
+            field,
+            f"{shown!r} would be read by SQLite as a URI, and pyevidence takes plain file names only; "
+            f"for a file really named so, write './{shown}'",
+        )
+    return shown, os.path.abspath(shown)
+
+
+def database(path: object, *, read_only: bool = False, allow_memory: bool = True) -> DatabasePath:
+    """``path`` checked for opening: the naming rules, then the file system. A file that
+    exists must be a regular file; with ``read_only`` it must exist. Raises
+    ValidationError for a name the rules refuse, StoreError for what is on disk."""
+    shown, target = checked_name(path, allow_memory=allow_memory)
+    where = DatabasePath(shown, target)
+    if where.in_memory:
+        return where
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        if os.path.islink(target):
+            raise StoreError(f"opening {shown} failed: it is a symbolic link to nothing") from None
+        parent = os.path.dirname(target)
+        if not os.path.isdir(parent):
+            raise StoreError(f"opening {shown} failed: the directory {parent} does not exist") from None
+        if read_only:
+            raise StoreError(
+                f"opening {shown} failed: no such file; a read-only store opens an existing database"
+            ) from None
+        return where
+    except OSError as exc:
+        raise StoreError(f"opening {shown} failed: {exc.strerror or exc}") from None
+    _refuse_special(shown, mode)
+    if read_only:
+        _refuse_untouched(where)
+    elif not os.access(target, os.W_OK):
+        # SQLite would open it read-only without a word, and the first put would fail.
+        raise StoreError(
+            f"opening {shown} failed: this user cannot write to it; open it with read_only=True "
+            "to read it, or let this user write to it"
+        )
+    else:
+        _refuse_unwritable_sidecars(where)
+    return where
+
+
+def _refuse_unwritable_sidecars(where: DatabasePath) -> None:
+    """A reader running as another user leaves -wal and -shm files only it can write;
+    SQLite would then open the store and fail on the first put."""
+    real = os.path.realpath(where.target)
+    stuck = [
+        real + s for s in ("-wal", "-shm") if os.path.exists(real + s) and not os.access(real + s, os.W_OK)
+    ]
+    if stuck:
+        raise StoreError(
+            f"opening {where.shown} failed: this user cannot write {' and '.join(stuck)}, left by "
+            "another user's connection; when no process has the store open and the -wal file is "
+            "empty, remove them, or give the users a common group and a umask that lets it write "
+            "(umask 002)"
+        )
+
+
+def _refuse_special(shown: str, mode: int) -> None:
+    for test, kind in _KINDS:
+        if test(mode):
+            raise StoreError(f"{shown} is {kind}, not a database file; name a regular file")
+    if not stat.S_ISREG(mode):
+        raise StoreError(f"{shown} is not a regular file, not a database file; name a regular file")
+
+
+@contextmanager
+def new_file(dest: object) -> Iterator[str]:
+    """Creates ``dest`` as a new empty file, exclusively (O_EXCL: never an existing
+    file, never through a symlink), and yields its absolute path for SQLite to fill.
+    If the block fails, the file is removed again, if it is still the one created."""
+    shown, target = checked_name(dest, field="dest", allow_memory=False)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(target, flags, 0o644)
+    except FileExistsError:
+        raise ValidationError(
+            "dest", f"{shown} already exists; a backup never overwrites a file, name a new one"
+        ) from None
+    except OSError as exc:
+        raise StoreError(f"backup failed: cannot create {shown}: {exc.strerror or exc}") from None
+    try:
+        created = os.fstat(fd)
+    finally:
+        os.close(fd)
+    try:
+        yield target
+    except BaseException:
+        try:
+            now = os.lstat(target)
+            if (now.st_dev, now.st_ino) == (created.st_dev, created.st_ino):
+                os.unlink(target)
+        except OSError:
+            pass  # already gone, or not ours to remove
+        raise
+
+
+def open_failure_hint(code: int, where: DatabasePath, *, read_only: bool) -> str:
+    """What to do when SQLite could not open ``where`` with extended result ``code``:
+    an empty string when there is nothing more useful to say than SQLite's message."""
+    if where.in_memory:
+        return ""
+    real = os.path.realpath(where.target)  # SQLite keeps -wal and -shm beside the file a symlink names
+    directory = os.path.dirname(real)
+    sidecars = (
+        f"{real}-wal and {real}-shm" if real != where.target else f"{where.shown}-wal and {where.shown}-shm"
+    )
+    if code == SQLITE_READONLY_DIRECTORY or (
+        code & 0xFF == SQLITE_CANTOPEN and not os.access(directory, os.W_OK)
+    ):
+        if read_only:
+            return (
+                f"; the database is in WAL mode, and even a reader needs {sidecars} next to it, "
+                f"which do not exist and cannot be created because this user cannot write to the "
+                f"directory {directory}; let this user write to {directory}, or copy the database "
+                "to a directory you can write and open the copy"
+            )
+        return (
+            f"; this user cannot write to the directory {directory}, where SQLite keeps "
+            f"{sidecars}; let this user write to {directory}, or open the store with "
+            "read_only=True to read it"
+        )
+    if code == SQLITE_READONLY_CANTINIT:
+        return (
+            f"; {sidecars} exist but this user cannot write them; let this user write them "
+            "(or remove them after every writer has closed the store)"
+        )
+    return ""
+
+
+def _sidecars_missing(where: DatabasePath) -> bool:
+    """Whether no -wal or -journal file sits next to ``where``: then the main file holds
+    every committed transaction, and its header is the database's state."""
+    real = os.path.realpath(where.target)  # SQLite keeps them beside the file a symlink names
+    return not any(os.path.lexists(real + suffix) for suffix in ("-wal", "-journal"))
+
+
+def _header_says_wal(where: DatabasePath) -> bool:
+    """Whether the file's SQLite header marks it WAL mode (a read then creates -wal and -shm)."""
+    try:
+        with open(where.target, "rb") as handle:
+            header = handle.read(20)
+    except OSError:
+        return False
+    return header[:16] == b"SQLite format 3\x00" and header[18:20] == b"\x02\x02"
+
+
+def _signature(where: DatabasePath) -> tuple[int, int, int] | None:
+    """(inode, size, mtime) of the file, to tell whether it changed meanwhile."""
+    try:
+        info = os.stat(where.target)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _refuse_untouched(where: DatabasePath) -> None:
+    """Before a read-only open of a WAL-mode file with no -wal beside it: decides whether
+    schema.prepare() refuses the file by reading it with SQLite's immutable flag (no
+    locks, no -wal, no -shm), so a refused file gets no files created beside it (a
+    read-only connection creates them and cannot remove them). A verdict reached while
+    the file changed is dropped, and the real open decides."""
+    if not _header_says_wal(where) or not _sidecars_missing(where):
+        return
+    before = _signature(where)
+    try:
+        conn = sqlite3.connect(where.read_only_uri(immutable=True), uri=True, isolation_level=None)
+    except sqlite3.Error:
+        return
+    try:
+        schema.prepare(lambda sql: conn.execute(sql).fetchall(), _never_writes, where.shown, read_only=True)
+    except SchemaError:
+        if _signature(where) == before and _sidecars_missing(where):
+            raise
+    except sqlite3.Error:
+        pass  # the real open reports it, with its own message
+    finally:
+        conn.close()
+
+
+def _never_writes(sql: str) -> None:
+    raise AssertionError(f"a read-only check ran a script: {sql[:40]}")

@@ -1,0 +1,343 @@
+"""Opening a database: connection settings, schema creation and recognition.
+
+The table layout itself lives in schema.sql; this module only decides whether a
+file is a pyevidence database this release can use, and creates the schema in
+an empty one. Both engines go through ``ensure`` so they accept and refuse the
+same files.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from ..core.errors import SchemaError, StoreError
+
+SCHEMA_VERSION = 4
+
+# Connection settings, applied by prepare() on every connection of both engines.
+# The busy timeout makes a writer wait for a lock instead of failing at once.
+# WAL lets readers run while a writer commits; it is set only after the file is
+# recognised, because switching a journal mode rewrites the file header.
+# synchronous=NORMAL is WAL's usual setting: a commit survives a crash of the
+# process or of the application, but the last commits before a power loss or an
+# OS crash may be lost (never the database's integrity); see docs/guarantees.md.
+# The page cache and memory-mapped reads are sized for a scan over the eligible
+# rows: 64 MiB of cache and up to 256 MiB mapped per connection.
+# secure_delete overwrites freed space with zeros, so forgotten text does not
+# linger in the file's free pages (docs/python-api.md, "Versions and citations").
+# trusted_schema=ON lets schema.sql's triggers call evidence_sha256() on a SQLite
+# built to distrust schemas by default (the stdlib cannot mark a Python function
+# innocuous); ensure() refuses any file whose schema is not byte for byte ours.
+BUSY_TIMEOUT_MS = 5000
+_BEFORE_CHECK = (f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};", "PRAGMA trusted_schema = ON;")
+_AFTER_CHECK = (
+    "PRAGMA journal_mode = WAL;",
+    "PRAGMA synchronous = NORMAL;",
+    "PRAGMA cache_size = -65536;",
+    "PRAGMA mmap_size = 268435456;",
+    "PRAGMA secure_delete = ON;",
+)
+
+# The eligibility predicate as the Python engine runs it. The C relation
+# evidence_eligible (csrc/evidence_eligible.c) runs the same predicate; the
+# cross-engine tests prove them equal. Candidates come in record_id order on
+# both engines, so a custom scorer sees the same calls in the same order.
+ELIGIBLE_SQL = (
+    "SELECT record_id, revision, kind, body, source, expires_at, version, content_hash FROM evidence"
+    " WHERE tenant = ?1 AND revision = ?2 AND expires_at > ?3 ORDER BY record_id"
+)
+
+# put and forget, as both engines run them (the C copy is STMT_PUT and STMT_FORGET
+# in csrc/evidence_store.c); the triggers of schema.sql do the rest.
+PUT_SQL = (
+    "INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+)
+FORGET_SQL = "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2"
+
+# put_many as both engines write it: the rows PUT_SQL's trigger would write, without
+# the trigger (the batch writer: csrc/evidence_batch.c, and engines/python_engine.py). Each
+# version is appended with its number and hashes computed by the writer, then the
+# current row of each record points at its last version of the batch; the guard
+# triggers of schema.sql still check that row against the version.
+# tests/test_write_path.py keeps the C copies equal to these. Plain ? placeholders, each
+# used once in order: the Python engine binds tuples (numbered ones want a mapping
+# from Python 3.12 on), C binds by index.
+CHAIN_HEAD_SQL = (
+    "SELECT chain_seq, chain_hash FROM evidence_versions WHERE tenant = ? ORDER BY chain_seq DESC LIMIT 1"
+)
+# The Python engine asks for many records at once, over an IN list (PythonEngine._latest_seqs).
+LATEST_SEQ_SQL = "SELECT max(seq) FROM evidence_versions WHERE tenant = ? AND record_id = ?"
+VERSION_APPEND_SQL = (
+    "INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, revision, kind, body,"
+    " source, expires_at, content_hash, chain_hash)"
+    " VALUES (?, ?, ?, ?, 'put', ?, ?, ?, ?, ?, ?, ?)"
+)
+CURRENT_UPSERT_SQL = (
+    "INSERT INTO evidence (tenant, revision, expires_at, record_id, kind, body, source, version,"
+    " content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, record_id) DO UPDATE SET"
+    " revision = excluded.revision, expires_at = excluded.expires_at, kind = excluded.kind,"
+    " body = excluded.body, source = excluded.source, version = excluded.version,"
+    " content_hash = excluded.content_hash"
+)
+
+# Vectors (pyevidence/ranking/vector_scoring.py). A put with a vector runs PUT_SQL and then
+# VECTOR_PUT_SQL in one transaction: the vector is tied to the version just stored.
+VECTOR_PUT_SQL = (
+    "INSERT INTO evidence_vectors (tenant, record_id, version, model, dims, embedding)"
+    " SELECT tenant, record_id, version, ?3, ?4, ?5 FROM evidence WHERE tenant = ?1 AND record_id = ?2"
+)
+_VECTOR_JOIN = (
+    " AS v ON v.tenant = ?1 AND v.record_id = e.record_id AND v.version = e.version"
+    " AND v.model = ?4 AND v.dims = ?5"
+)
+_CANDIDATE_COLUMNS = (
+    "e.record_id, e.revision, e.kind, e.body, e.source, e.expires_at, e.version, e.content_hash"
+)
+# The Python engine: every eligible row, with its vector of the model or NULL.
+VECTOR_ROWS_SQL = (
+    f"SELECT {_CANDIDATE_COLUMNS}, v.embedding FROM evidence AS e LEFT JOIN evidence_vectors{_VECTOR_JOIN}"
+    " WHERE e.tenant = ?1 AND e.revision = ?2 AND e.expires_at > ?3 ORDER BY e.record_id"
+)
+# The native engine, inside SQLite with sqlite-vec: the same rows with the distance
+# instead of the vector, and the vector ranking rule of vector_scoring.vector_order
+# in SQL. The eligible rows come first (CROSS JOIN keeps the planner from starting
+# at the vectors); OFFSET 0 keeps the distance from being computed twice; only
+# (record_id, distance) go through the top-k sort, and the join then reads the
+# few winning rows whole, in the same statement and so the same snapshot.
+VECTOR_CANDIDATES_SQL = (
+    f"SELECT {_CANDIDATE_COLUMNS},"
+    " CASE WHEN v.embedding IS NULL THEN NULL ELSE vec_distance_cosine(v.embedding, ?6) END,"
+    " v.embedding IS NOT NULL"
+    f" FROM evidence_eligible(?1, ?2, ?3) AS e LEFT JOIN evidence_vectors{_VECTOR_JOIN} ORDER BY e.record_id"
+)
+VECTOR_RANK_SQL = (
+    f"SELECT {_CANDIDATE_COLUMNS}, 1.0 - top.distance"
+    " FROM (SELECT record_id, distance FROM ("
+    "   SELECT e.record_id, vec_distance_cosine(v.embedding, ?6) AS distance"
+    "   FROM evidence_eligible(?1, ?2, ?3) AS e CROSS JOIN evidence_vectors AS v"
+    "   WHERE v.tenant = ?1 AND v.record_id = e.record_id AND v.version = e.version"
+    "     AND v.model = ?4 AND v.dims = ?5 LIMIT -1 OFFSET 0)"
+    "  WHERE 1.0 - distance > ?7 AND distance >= -1.0 ORDER BY distance, record_id LIMIT ?8) AS top"
+    " JOIN evidence AS e ON e.tenant = ?1 AND e.record_id = top.record_id"
+    " ORDER BY top.distance, top.record_id"
+)
+VECTOR_COUNT_SQL = (
+    "SELECT count(*), count(*) - count(v.record_id)"
+    f" FROM evidence_eligible(?1, ?2, ?3) AS e LEFT JOIN evidence_vectors{_VECTOR_JOIN}"
+)
+
+Query = Callable[[str], Sequence[Sequence[Any]]]
+Script = Callable[[str], None]
+
+
+@cache
+def schema_sql() -> str:
+    """The text of schema.sql, shipped inside the package."""
+    return resources.files(__package__).joinpath("schema.sql").read_text(encoding="utf-8")
+
+
+@cache
+def _package_text(name: str) -> str:
+    return resources.files(__package__).joinpath("migrations", name).read_text(encoding="utf-8")
+
+
+def prepare(query: Query, script: Script, where: str, *, read_only: bool = False) -> None:
+    """Make a fresh connection ready: settings, then the schema check (see ensure).
+    A read-only connection changes nothing: no schema creation, no journal mode."""
+    for pragma in _BEFORE_CHECK:
+        query(pragma)
+    if read_only and _version(query) == 0:
+        raise SchemaError(f"{where} has no pyevidence schema, and a read-only store cannot create one")
+    if read_only and needs_migration(query):
+        raise SchemaError(
+            f"{where} has pyevidence schema version {_version(query)}, which this release upgrades to "
+            f"{SCHEMA_VERSION} when it opens it; open it once without read_only=True to upgrade it"
+        )
+    ensure(query, script, where)
+    for pragma in _AFTER_CHECK:
+        if not (read_only and "journal_mode" in pragma):
+            query(pragma)
+
+
+def ensure(query: Query, script: Script, where: str) -> None:
+    """Create the schema in an empty database, or check an existing one.
+
+    ``query`` runs one read statement and returns its rows; ``script`` runs SQL
+    text (several statements). ``where`` names the database in error messages.
+    Raises SchemaError for anything that is not a pyevidence database of a
+    version this release understands, without writing to it.
+    """
+    encoding = str(query("PRAGMA encoding")[0][0])
+    if encoding != "UTF-8":
+        # schema.sql's UTF-8 check reads a text's stored bytes; pyevidence writes UTF-8 files only.
+        raise SchemaError(
+            f"{where} stores its text as {encoding}, and pyevidence stores text as UTF-8 only; "
+            "open a new file instead"
+        )
+    if _version(query) == 0:
+        # Re-check under the write lock: another process may be creating it too.
+        script("BEGIN IMMEDIATE;")
+        try:
+            if _version(query) == 0:
+                _refuse_foreign(query, where)
+                script(schema_sql())
+        except BaseException:
+            script("ROLLBACK;")
+            raise
+        script("COMMIT;")
+    if needs_migration(query):
+        _migrate(query, script, where)
+    version = _version(query)
+    if version > SCHEMA_VERSION:
+        raise SchemaError(
+            f"{where} has pyevidence schema version {version}, newer than this release "
+            f"understands ({SCHEMA_VERSION}); upgrade pyevidence to open it"
+        )
+    found = _objects(query)
+    missing = expected_objects() - set(found)
+    if version < SCHEMA_VERSION or missing:
+        raise SchemaError(
+            f"{where} is not a pyevidence database: schema version {version} "
+            f"(expected {SCHEMA_VERSION}), missing or altered: "
+            + (", ".join(sorted(name for _, name, _, _ in missing)) or "nothing")
+        )
+    _refuse_extra(found, expected_objects(), where)
+
+
+def _refuse_extra(found: list[SchemaObject], expected: frozenset[SchemaObject], where: str) -> None:
+    """Refuses a file holding any schema object that schema.sql does not create: an added
+    trigger runs inside every put and forget (it could copy each forgotten body into a
+    table of its own), a view can shadow a name pyevidence queries, a virtual table runs
+    code of its module. Only SQLite's own bookkeeping tables are let through."""
+    counts = Counter(found)  # a row listed twice is no row of ours either
+    extra = sorted(
+        obj for obj, n in counts.items() if n > 1 or (obj not in expected and obj not in _BOOKKEEPING)
+    )
+    if not extra:
+        return
+    named = ", ".join(
+        f"{kind} {name}" + (f" (on {table})" if table != name else "") for kind, name, table, _ in extra
+    )
+    drops = " ".join(
+        f"DROP {kind.upper()} IF EXISTS {_quoted(name)};"
+        for kind, name, _, _ in extra
+        if not name.lower().startswith("sqlite_")  # SQLite's own go with their table
+    )
+    raise SchemaError(
+        f"{where} holds schema objects that pyevidence's schema does not define: {named}. "
+        "pyevidence opens only a file whose every table, index, view and trigger it knows, "
+        "since an added trigger or view runs inside its reads and writes; "
+        + (f"if you added them yourself, remove them ({drops}) and open it again, " if drops else "")
+        + "or restore the store from a backup"
+    )
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+# Earlier schema versions this release upgrades in place: version -> (the
+# schema that version created, frozen; the script that upgrades it to the next).
+MIGRATIONS = {
+    1: ("schema_v1.sql", "v1_to_v2.sql"),
+    2: ("schema_v2.sql", "v2_to_v3.sql"),
+    3: ("schema_v3.sql", "v3_to_v4.sql"),
+}
+_INCLUDE_SCHEMA = "-- @include schema.sql\n"
+
+
+def needs_migration(query: Query) -> bool:
+    """Whether the database is of an earlier schema version this release upgrades on open."""
+    return _version(query) in MIGRATIONS
+
+
+def _migrate(query: Query, script: Script, where: str) -> None:
+    """Upgrades an earlier schema version in place, one step at a time, each step one
+    transaction: a failure leaves the file as it was. Only a file holding exactly the
+    schema that version created is upgraded; anything else is refused untouched."""
+    script("BEGIN IMMEDIATE;")
+    try:
+        while (version := _version(query)) in MIGRATIONS:
+            frozen, upgrade = MIGRATIONS[version]
+            found = _objects(query)
+            if set(found) != _objects_of(_package_text(frozen)):
+                raise SchemaError(
+                    f"{where} says it is pyevidence schema version {version} but its tables differ "
+                    "from what that version created; it is not upgraded, restore it from a backup"
+                )
+            _refuse_extra(found, _objects_of(_package_text(frozen)), where)
+            # "@include schema.sql" is the schema of the version this step upgrades to:
+            # frozen if a later step follows, else this release's schema.sql.
+            following = MIGRATIONS.get(version + 1)
+            target = _package_text(following[0]) if following else schema_sql()
+            try:
+                script(_package_text(upgrade).replace(_INCLUDE_SCHEMA, target))
+            except (StoreError, sqlite3.Error) as exc:  # the native engine raises the one, stdlib the other
+                raise SchemaError(
+                    f"{where} could not be upgraded from pyevidence schema version {version} to "
+                    f"{version + 1}, and is left as it was: {exc}"
+                ) from None
+    except BaseException:
+        script("ROLLBACK;")
+        raise
+    script("COMMIT;")
+
+
+def _version(query: Query) -> int:
+    return int(query("PRAGMA user_version")[0][0])
+
+
+# Every row of sqlite_schema, SQLite's own included (a file can carry a trigger named
+# sqlite_..., which SQLite runs like any other): (type, name, tbl_name, sql).
+_OBJECTS_SQL = "SELECT type, name, tbl_name, sql FROM sqlite_schema"
+SchemaObject = tuple[str, str, str, "str | None"]
+
+# Tables SQLite creates for itself, holding no code: the statistics of ANALYZE and
+# PRAGMA optimize, which steer only the query planner's choices, and sqlite_sequence,
+# which only AUTOINCREMENT reads (no pyevidence table has it) and which SQLite never
+# lets anyone drop.
+_BOOKKEEPING = frozenset(
+    ("table", name, name, sql)
+    for name, sql in (
+        ("sqlite_stat1", "CREATE TABLE sqlite_stat1(tbl,idx,stat)"),
+        ("sqlite_stat4", "CREATE TABLE sqlite_stat4(tbl,idx,neq,nlt,ndlt,sample)"),
+        ("sqlite_sequence", "CREATE TABLE sqlite_sequence(name,seq)"),
+    )
+)
+
+
+def _objects(query: Query) -> list[SchemaObject]:
+    return [(str(t), str(n), str(tn), None if s is None else str(s)) for t, n, tn, s in query(_OBJECTS_SQL)]
+
+
+def expected_objects() -> frozenset[SchemaObject]:
+    """The (type, name, tbl_name, sql) rows schema.sql creates (its automatic indexes
+    included), read back from a scratch database, so the check compares against what
+    SQLite itself recorded, byte for byte."""
+    return _objects_of(schema_sql())
+
+
+@cache
+def _objects_of(sql: str) -> frozenset[SchemaObject]:
+    scratch = sqlite3.connect(":memory:")
+    try:
+        scratch.executescript(sql)  # creating triggers does not call evidence_sha256
+        return frozenset(_objects(lambda text: scratch.execute(text).fetchall()))
+    finally:
+        scratch.close()
+
+
+def _refuse_foreign(query: Query, where: str) -> None:
+    names = [row[0] for row in query("SELECT name FROM sqlite_schema ORDER BY name")]
+    if names:
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        raise SchemaError(
+            f"{where} is not a pyevidence database: it already holds {shown} "
+            "and no pyevidence schema version; open a new file instead"
+        )

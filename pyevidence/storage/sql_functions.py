@@ -1,0 +1,41 @@
+"""The SQL functions schema.sql's triggers call, as the Python engine registers them.
+
+The native engine and the loadable extension register the C copies
+(csrc/evidence_hash.c, csrc/evidence_utf8.c, csrc/evidence_ext.c); the stdlib sqlite3 connection of
+the Python engine gets these. tests/test_versions.py and tests/test_raw_sql.py
+prove each pair equal. A raw-SQL writer on a stdlib connection calls
+``register(conn)`` to write through evidence_put.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ..core.hashing import sha256_fields
+
+
+def utf8_valid(value: bytes | str | int | float | None) -> int | None:
+    """evidence_utf8_valid(x): 1 when the bytes of ``x`` are well-formed UTF-8, 0 when
+    not, None for NULL. A str arrives already decoded (valid), a number is ASCII text."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            return 0
+    return 1
+
+
+def not_vouching() -> int:
+    """evidence_writer_vouches() of a raw-SQL connection: 0, every write is checked in full
+    (schema.sql). The engines' connections register their own (see PythonEngine)."""
+    return 0
+
+
+def register(conn: sqlite3.Connection) -> None:
+    """Registers evidence_sha256(), evidence_utf8_valid() and evidence_writer_vouches()
+    on a stdlib connection."""
+    conn.create_function("evidence_sha256", -1, sha256_fields, deterministic=True)
+    conn.create_function("evidence_utf8_valid", 1, utf8_valid, deterministic=True)
+    conn.create_function("evidence_writer_vouches", 0, not_vouching)

@@ -1,0 +1,175 @@
+"""Record versions: history, citation lookup and verification of the hash chain.
+
+The versions themselves are written by the triggers of schema.sql, on both
+engines alike; this module reads them through the engine's ``select`` and
+recomputes the hashes with pyevidence.core.hashing, so verifying a store written by
+the native engine also checks the C hash against Python's hashlib.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from ..core.errors import StoreError
+from ..core.hashing import FIRST_PREVIOUS, sha256_fields
+from ..core.records import ChainBreak, Verification, Version, VersionLookup
+
+CONTENT_TAG = "pyevidence content 2"
+FORGET_TAG = "pyevidence forget 2"
+CHAIN_TAG = "pyevidence chain 2"
+
+_COLUMNS = (
+    "record_id, seq, operation, content_hash, chain_seq, chain_hash, revision, kind, body, source, expires_at"
+)
+HISTORY_SQL = f"SELECT {_COLUMNS} FROM evidence_versions WHERE tenant = ?1 AND record_id = ?2 ORDER BY seq"
+VERSION_SQL = f"SELECT {_COLUMNS} FROM evidence_versions WHERE tenant = ?1 AND record_id = ?2 AND seq = ?3"
+CHAIN_SQL = f"SELECT {_COLUMNS} FROM evidence_versions WHERE tenant = ?1 ORDER BY chain_seq"
+CURRENT_SQL = (
+    "SELECT record_id, version, content_hash, revision, kind, body, source, expires_at"
+    " FROM evidence WHERE tenant = ?1 ORDER BY record_id"
+)
+
+
+class Reader(Protocol):
+    def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+
+def content_hash(
+    tenant: str, record_id: str, revision: str, kind: str, body: str, source: str, expires_at: int
+) -> str:
+    return sha256_fields(CONTENT_TAG, tenant, record_id, revision, kind, body, source, expires_at)
+
+
+def forget_hash(tenant: str, record_id: str, seq: int) -> str:
+    return sha256_fields(FORGET_TAG, tenant, record_id, seq)
+
+
+def chain_hash(previous: str, chain_seq: int, record_id: str, seq: int, operation: str, content: str) -> str:
+    return sha256_fields(CHAIN_TAG, previous, chain_seq, record_id, seq, operation, content)
+
+
+def history(reader: Reader, tenant: str, record_id: str) -> tuple[Version, ...]:
+    return tuple(Version(*row) for row in reader.select(HISTORY_SQL, (tenant, record_id)))
+
+
+def get_version(reader: Reader, tenant: str, record_id: str, seq: int, digest: str) -> VersionLookup:
+    """ "found" only for a version whose stored content still hashes to the cited digest;
+    a version altered outside pyevidence raises StoreError rather than vouch for it."""
+    rows = reader.select(VERSION_SQL, (tenant, record_id, seq))
+    if not rows or rows[0][3] != digest:
+        return VersionLookup(status="unknown", version=None)
+    version = Version(*rows[0])
+    if version.operation == "put" and _content_problem(tenant, version) is not None:
+        raise StoreError(
+            f"version {version.version} of record {record_id!r} no longer holds what was stored "
+            f"({_content_problem(tenant, version)}): the history was changed outside pyevidence; "
+            "verify() names the first broken link"
+        )
+    return VersionLookup(status="forgotten" if version.forgotten else "found", version=version)
+
+
+def _content(version: Version) -> tuple[str | int | None, ...]:
+    return (version.revision, version.kind, version.body, version.source, version.expires_at)
+
+
+def _content_problem(tenant: str, version: Version) -> str | None:
+    """Why a put's stored content is not what its content hash says, or None. The
+    content is hashed exactly as stored: NULL is not 0 and not the text "None". A
+    forgotten put has no content left (all NULL); one with only some of it is broken."""
+    content = _content(version)
+    if all(value is None for value in content):
+        return None
+    if any(value is None for value in content):
+        return "part of its content is missing, which only forget may erase, and all of it"
+    if version.content_hash != sha256_fields(CONTENT_TAG, tenant, version.record_id, *content):
+        return "the stored content does not match its content hash"
+    return None
+
+
+def verify(reader: Reader, tenant: str) -> Verification:
+    """Recomputes the tenant's chain and checks the current rows against it.
+    The caller runs this inside one read snapshot."""
+    chain = [Version(*row) for row in reader.select(CHAIN_SQL, (tenant,))]
+    breaks = _chain_breaks(tenant, chain)
+    current = reader.select(CURRENT_SQL, (tenant,))
+    if not breaks:
+        breaks = _current_breaks(chain, current)
+    return Verification(
+        tenant=tenant,
+        ok=not breaks,
+        versions_checked=len(chain),
+        current_checked=len(current),
+        broken=breaks[0] if breaks else None,
+    )
+
+
+def _chain_breaks(tenant: str, chain: list[Version]) -> list[ChainBreak]:
+    breaks: list[tuple[int, ChainBreak]] = []
+
+    def broke(version: Version, reason: str) -> None:
+        breaks.append((version.chain_seq, ChainBreak(version.chain_seq, version.record_id, reason)))
+
+    previous = FIRST_PREVIOUS
+    last_seq: dict[str, int] = {}
+    erased: dict[str, list[Version]] = {}  # forgotten puts still waiting for their tombstone
+    kept: dict[str, list[Version]] = {}  # puts with content, which a tombstone must have erased
+    for expected_seq, version in enumerate(chain, start=1):
+        if version.chain_seq != expected_seq:
+            broke(version, f"chain position {expected_seq} is missing: versions were removed")
+            break  # every later link is off by the gap; the first break is the one to report
+        if version.seq != last_seq.get(version.record_id, 0) + 1:
+            broke(version, f"version {version.seq} follows version {last_seq.get(version.record_id, 0)}")
+        last_seq[version.record_id] = version.seq
+        if version.operation == "forget":
+            if version.content_hash != forget_hash(tenant, version.record_id, version.seq):
+                broke(version, "the tombstone's hash does not match it")
+            erased.pop(version.record_id, None)
+            for survivor in kept.pop(version.record_id, []):
+                broke(survivor, "the record was forgotten, but this version kept its content")
+        elif _content(version) == (None,) * 5:
+            erased.setdefault(version.record_id, []).append(version)
+        else:
+            kept.setdefault(version.record_id, []).append(version)
+        if version.operation == "put" and (problem := _content_problem(tenant, version)) is not None:
+            broke(version, problem)
+        elif version.operation == "forget" and _content(version) != (None,) * 5:
+            broke(version, "a tombstone holds content")
+        if version.chain_hash != chain_hash(
+            previous,
+            version.chain_seq,
+            version.record_id,
+            version.seq,
+            version.operation,
+            version.content_hash,
+        ):
+            broke(version, "the chain hash does not match the previous link and this version")
+        previous = version.chain_hash
+    for pending in erased.values():
+        for version in pending:
+            broke(version, "the content was erased, but the record was never forgotten")
+    return [found for _, found in sorted(breaks, key=lambda pair: pair[0])]
+
+
+def _current_breaks(chain: list[Version], current: list[tuple[Any, ...]]) -> list[ChainBreak]:
+    latest = {version.record_id: version for version in chain}  # chain order: the last one wins
+    breaks = []
+    seen = set()
+    for record_id, seq, digest, revision, kind, body, source, expires_at in current:
+        seen.add(record_id)
+        found = latest.get(record_id)
+        if found is None or found.operation != "put" or found.seq != seq:
+            breaks.append(ChainBreak(None, record_id, "the current row is not the record's latest version"))
+        elif (digest, revision, kind, body, source, expires_at) != (
+            found.content_hash,
+            found.revision,
+            found.kind,
+            found.body,
+            found.source,
+            found.expires_at,
+        ):
+            breaks.append(ChainBreak(found.chain_seq, record_id, "the current row differs from its version"))
+    for record_id, version in sorted(latest.items()):
+        if version.operation == "put" and record_id not in seen:
+            breaks.append(ChainBreak(version.chain_seq, record_id, "the record's current row is missing"))
+    return breaks

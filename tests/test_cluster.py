@@ -1,0 +1,621 @@
+"""pyevidence on a replicated dqlite cluster: three nodes on loopback.
+
+These run under Python >= 3.13 with the cluster extra (``make test-cluster``
+builds build/evidence_node, makes that venv and runs this file); under an older
+Python only the test of the error it gives runs. With PYEVIDENCE_REQUIRE_CLUSTER=1
+(as make test-cluster sets) a missing node program or client fails instead of
+skipping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pyevidence import EvidenceStore
+from pyevidence.core.errors import EngineUnavailableError, StoreError, ValidationError
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIRED = os.environ.get("PYEVIDENCE_REQUIRE_CLUSTER") == "1"
+NEW_ENOUGH = sys.version_info >= (3, 13)
+LATENCY_MS = "5"  # loopback: heartbeats and elections in tens of milliseconds
+
+
+def _node_program() -> str | None:
+    program = os.environ.get("PYEVIDENCE_NODE") or str(ROOT / "build" / "evidence_node")
+    return program if os.access(program, os.X_OK) else None
+
+
+def _missing() -> str | None:
+    if not NEW_ENOUGH:
+        return f"the cluster client needs Python >= 3.13, this is {sys.version_info[:2]}"
+    try:
+        import dqlitedbapi  # noqa: F401
+    except ImportError:
+        return "dqlite-dbapi is not installed (pip install 'pyevidence[cluster]')"
+    if _node_program() is None:
+        return "build/evidence_node is not built (make node)"
+    return None
+
+
+def _needs_cluster() -> None:
+    why = _missing()
+    if why is not None:
+        if REQUIRED:
+            pytest.fail(f"PYEVIDENCE_REQUIRE_CLUSTER=1 but {why}")
+        pytest.skip(why)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Node:
+    node_id: int
+    address: str
+    data: Path
+    log: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self, join: list[str]) -> None:
+        """Starts the node through the CLI (pyevidence node execs the program) and waits until ready."""
+        env = {**os.environ, "PYEVIDENCE_NODE": str(_node_program())}
+        ready = f"node {self.node_id} ready"
+        seen = self.log.read_text().count(ready) if self.log.exists() else 0
+        args = ["--id", str(self.node_id), "--address", self.address, "--data", str(self.data)]
+        args += ["--latency-ms", LATENCY_MS] + [a for seed in join for a in ("--join", seed)]
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "pyevidence", "node", *args], stderr=log, env=env
+            )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.log.read_text().count(ready) > seen:
+                return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"node {self.node_id} did not start:\n{self.log.read_text()}")
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+        self.process = None
+
+    def stop(self) -> int:
+        """SIGTERM; returns the exit status."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            status = self.process.wait(timeout=20)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process = None
+        return status
+
+
+@dataclass
+class Cluster:
+    nodes: list[Node] = field(default_factory=list)
+
+    @property
+    def addresses(self) -> list[str]:
+        return [n.address for n in self.nodes]
+
+    def url(self, database: str | None = None) -> str:
+        return f"dqlite://{','.join(self.addresses)}/{database or 'db' + uuid.uuid4().hex[:12]}"
+
+    def leader(self) -> Node:
+        """The node that leads now (asked through dqlite-dbapi's own client)."""
+        from dqliteclient import ClusterClient, MemoryNodeStore
+
+        async def ask() -> Any:
+            client = ClusterClient(MemoryNodeStore([n.address for n in self.running()]))
+            return await client.leader_info()
+
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                info = asyncio.run(ask())
+            except Exception:
+                info = None
+            if info is not None:
+                return next(n for n in self.nodes if n.node_id == info.node_id)
+            time.sleep(0.05)
+        raise AssertionError("no leader within 20 s")
+
+    def transfer(self, to: Node) -> None:
+        from dqliteclient import ClusterClient, MemoryNodeStore
+
+        async def move() -> None:
+            client = ClusterClient(MemoryNodeStore([n.address for n in self.running()]))
+            await client.transfer_leadership(to.node_id)
+
+        deadline = time.monotonic() + 20
+        while self.leader() is not to:
+            assert time.monotonic() < deadline, f"leadership did not move to node {to.node_id}"
+            try:
+                asyncio.run(move())
+            except Exception:
+                time.sleep(0.1)
+
+    def running(self) -> list[Node]:
+        return [n for n in self.nodes if n.process is not None]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    _needs_cluster()
+    root = tmp_path_factory.mktemp("cluster")
+    nodes = [
+        Node(i, f"127.0.0.1:{_free_port()}", root / f"node{i}", root / f"node{i}.log") for i in (1, 2, 3)
+    ]
+    c = Cluster(nodes)
+    try:
+        nodes[0].start(join=[])
+        for node in nodes[1:]:
+            node.start(join=[nodes[0].address])
+        yield c
+    finally:
+        statuses = {n.node_id: n.stop() for n in c.running()}
+        # A clean shutdown on SIGTERM: status 0 and the last word in its log.
+        for node_id, status in statuses.items():
+            node = nodes[node_id - 1]
+            assert status == 0, node.log.read_text()
+            assert node.log.read_text().rstrip().endswith(f"node {node_id} stopped")
+
+
+def record(i: int, **changes: Any) -> dict[str, Any]:
+    base = dict(
+        tenant="team-a",
+        record_id=f"r{i}",
+        revision="v1",
+        kind="runbook",
+        body=f"queue lag on consumer {i}: restart the worker",
+        source=f"runbook://queue/{i}",
+        expires_at=1000,
+    )
+    return {**base, **changes}
+
+
+# -- the same answers as a file ------------------------------------------------------
+
+TENANTS = st.sampled_from(["team-a", "team-b"])
+WORDS = st.sampled_from(["queue", "lag", "disk", "full", "restart", "worker", "Überlauf", "db"])
+RECORDS = st.fixed_dictionaries(
+    {
+        "tenant": TENANTS,
+        "record_id": st.sampled_from(["r1", "r2", "r3", "r4"]),
+        "revision": st.sampled_from(["v1", "v2"]),
+        "kind": st.sampled_from(["working", "incident", "runbook"]),
+        "body": st.lists(WORDS, min_size=1, max_size=5).map(" ".join),
+        "source": st.sampled_from(["rb://a", "inc://b"]),
+        "expires_at": st.integers(0, 20),
+    }
+)
+OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), RECORDS),
+        st.tuples(st.just("put_many"), st.lists(RECORDS, min_size=1, max_size=3)),
+        st.tuples(st.just("forget"), st.tuples(TENANTS, st.sampled_from(["r1", "r2", "r3", "r4"]))),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def _apply(store: EvidenceStore, operations: list[tuple[str, Any]]) -> list[Any]:
+    results = []
+    for op, arg in operations:
+        if op == "put":
+            results.append(store.put(**arg))
+        elif op == "put_many":
+            results.append(store.put_many(arg))
+        else:
+            results.append(store.forget(tenant=arg[0], record_id=arg[1]))
+    return results
+
+
+def _observe(store: EvidenceStore) -> list[Any]:
+    seen: list[Any] = []
+    for tenant in ("team-a", "team-b"):
+        for revision in ("v1", "v2"):
+            for now in (0, 7, 19):
+                for query in ("queue lag", "disk full restart", "Überlauf db worker"):
+                    seen.append(store.retrieve(tenant=tenant, revision=revision, query=query, now=now))
+        for record_id in ("r1", "r2", "r3", "r4"):
+            history = store.history(tenant=tenant, record_id=record_id)
+            seen.append(history)
+            seen += [
+                store.get_version(tenant=tenant, record_id=record_id, version=v.version) for v in history
+            ]
+        seen.append(store.verify(tenant=tenant))
+    return seen
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(operations=OPERATIONS)
+def test_a_cluster_answers_exactly_as_a_file_store(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, operations: list[tuple[str, Any]]
+) -> None:
+    """Same operations, same results: hits with their scores, versions and hashes,
+    eligible counts, histories, citations and verification."""
+    path = tmp_path_factory.mktemp("file") / "evidence.db"
+    with EvidenceStore(cluster.url()) as on_cluster, EvidenceStore(path, engine="python") as on_file:
+        assert on_cluster.engine == "cluster"
+        assert _apply(on_cluster, operations) == _apply(on_file, operations)
+        assert _observe(on_cluster) == _observe(on_file)
+
+
+def test_bad_input_gets_the_same_error_and_changes_nothing(cluster: Cluster) -> None:
+    with EvidenceStore(cluster.url()) as store:
+        store.put(**record(1))
+        with pytest.raises(ValidationError, match=r"^records\[1\]\.kind: "):
+            store.put_many([record(2), record(3, kind="poem")])
+        with pytest.raises(ValidationError, match=r"^body: "):
+            store.put(**record(4, body="   "))
+        assert store.retrieve(tenant="team-a", revision="v1", query="queue", now=1).eligible_count == 1
+        assert [v.seq for v in store.history(tenant="team-a", record_id="r1")] == [1]
+
+
+def test_put_retrieve_forget_verify(cluster: Cluster) -> None:
+    with EvidenceStore(cluster.url()) as store:
+        assert store.put_many([record(i) for i in range(5)]) == 5
+        result = store.retrieve(tenant="team-a", revision="v1", query="queue lag worker", now=1, limit=3)
+        assert [h.record_id for h in result.hits] == ["r0", "r1", "r2"]
+        assert result.eligible_count == 5
+        cited = result.hits[0]
+        assert store.forget(tenant="team-a", record_id="r0") is True
+        assert store.forget(tenant="team-a", record_id="r0") is False
+        assert store.get_version(tenant="team-a", record_id="r0", version=cited.version).status == "forgotten"
+        assert store.verify(tenant="team-a").ok
+        assert store.retrieve(tenant="team-b", revision="v1", query="queue", now=1).hits == ()
+
+
+def test_the_leader_killed_the_data_and_the_functions_survive(cluster: Cluster) -> None:
+    """kill -9 the leader: a new one is elected, every acknowledged write is there, on
+    every node, and calls go on (ranking with token_overlap, puts hashed by the triggers)."""
+    url = cluster.url()
+    with EvidenceStore(url) as store:
+        store.put_many([record(i) for i in range(10)])
+        before = store.retrieve(tenant="team-a", revision="v1", query="queue lag", now=1, limit=10)
+        old = cluster.leader()
+        old.kill()
+        started = time.monotonic()
+        store.put(**record(10, body="disk full on the queue host"))  # waits for the new leader
+        failover = time.monotonic() - started
+        new = cluster.leader()
+        assert new is not old
+        assert failover < 10, f"the put waited {failover:.1f} s for a new leader"
+        after = store.retrieve(tenant="team-a", revision="v1", query="queue lag", now=1, limit=10)
+        assert after.hits == before.hits
+        assert store.retrieve(tenant="team-a", revision="v1", query="disk", now=1).hits[0].record_id == "r10"
+        assert store.verify(tenant="team-a").ok
+        old.start(join=[])  # a restarted node needs no --join: it catches up
+        expected = _observe(store)
+    # Every node holds every write: each one leads in turn and answers the same.
+    for node in cluster.nodes:
+        cluster.transfer(node)
+        with EvidenceStore(url) as store:
+            assert _observe(store) == expected
+
+
+def test_reads_continue_on_the_new_leader_inside_verify(cluster: Cluster) -> None:
+    """A leader killed between two reads of one snapshot: the reads are run again on the
+    new leader, and verify still checks one state of the database."""
+    with EvidenceStore(cluster.url()) as store:
+        store.put_many([record(i) for i in range(3)])
+        engine = store._engine
+        with engine.snapshot():
+            first = engine.select("SELECT count(*) FROM evidence_versions")
+            leader = cluster.leader()
+            leader.kill()
+            second = engine.select("SELECT count(*) FROM evidence_versions")
+        assert first == second == [(3,)]
+        assert store.verify(tenant="team-a").ok
+        leader.start(join=[])
+
+
+def test_a_cluster_store_refuses_what_it_cannot_do(cluster: Cluster, tmp_path: Path) -> None:
+    with EvidenceStore(cluster.url()) as store:
+        with pytest.raises(EngineUnavailableError, match="copy its data directory"):
+            store.backup(tmp_path / "copy.db")
+        with pytest.raises(EngineUnavailableError, match="read-only gate"):
+            store.query("SELECT 1")
+
+
+def test_no_leader_reachable_is_a_clear_error(cluster: Cluster) -> None:
+    url = f"dqlite://127.0.0.1:{_free_port()}/nothing"
+    started = time.monotonic()
+    with pytest.raises(StoreError, match=r"no leader of the cluster .* answered within"):
+        EvidenceStore(url)
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("dqlite://127.0.0.1:9001", "names no database"),
+        ("dqlite://127.0.0.1/evidence", "is not a HOST:PORT address"),
+        ("dqlite://127.0.0.1:9001/a b", "names no database"),
+    ],
+)
+def test_a_malformed_url_is_refused(url: str, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        EvidenceStore(url)
+
+
+def test_engine_cluster_needs_a_url(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="needs a dqlite://"):
+        EvidenceStore(tmp_path / "x.db", engine="cluster")
+
+
+@pytest.mark.skipif(NEW_ENOUGH, reason="the error of an older Python")
+def test_an_older_python_is_told_it_needs_313() -> None:
+    with pytest.raises(EngineUnavailableError, match=r"needs Python 3\.13 or later"):
+        EvidenceStore("dqlite://127.0.0.1:9001/evidence")
+
+
+def test_a_joining_node_needs_a_seed(tmp_path: Path) -> None:
+    program = _node_program()
+    if program is None:
+        _needs_cluster()
+    env = {**os.environ, "PYEVIDENCE_NODE": str(program)}
+    run = subprocess.run(
+        [sys.executable, "-m", "pyevidence", "node", "--id", "2", "--address", "127.0.0.1:1", "--data",
+         str(tmp_path / "n")],
+        capture_output=True, text=True, env=env, timeout=30,
+    )  # fmt: skip
+    assert run.returncode == 2
+    assert "node 2 has no cluster yet: give --join HOST:PORT of a running node" in run.stderr
+
+
+def test_many_writes_pass_the_checkpoint(cluster: Cluster) -> None:
+    """Past the WAL's checkpoint (a few hundred puts), writes go on: dqlite's VFS refuses
+    fsync, so the cluster connection must not ask SQLite for one (synchronous stays OFF)."""
+    with EvidenceStore(cluster.url()) as store:
+        for i in range(400):
+            store.put(**record(i))
+        assert store.retrieve(tenant="team-a", revision="v1", query="queue", now=1).eligible_count == 400
+        assert store.verify(tenant="team-a").ok
+
+
+def _chain(store: EvidenceStore, tenant: str) -> list[tuple[Any, ...]]:
+    """Every version of the tenant, hashes included, in chain order."""
+    from pyevidence.storage import versions
+
+    return list(store._engine.select(versions.CHAIN_SQL, (tenant,)))
+
+
+def test_leader_killed_again_and_again_under_load_loses_nothing(cluster: Cluster, tmp_path: Path) -> None:
+    """Two client processes write (puts and put_manys) while the leader is SIGKILLed
+    CLUSTER_KILLS times (make test: 4) and restarted. Then: every acknowledged write is on
+    every node, a write whose outcome the client could not know is there whole or not at
+    all, nothing failed is there, each tenant's chain verifies, and the cluster holds exactly
+    what a file store given the same writes holds, hashes included."""
+    import json
+    import random
+
+    kills = int(os.environ.get("CLUSTER_KILLS", "4"))
+    url = cluster.url()
+    EvidenceStore(url).close()  # the schema, before two writers race to create it
+    stop = tmp_path / "stop"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    writers = {
+        name: subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "cluster_writer.py"), url, name, str(stop)],
+            stdout=(tmp_path / f"{name}.jsonl").open("w"),
+            stderr=(tmp_path / f"{name}.err").open("w"),
+            env=env,
+        )
+        for name in ("w1", "w2")
+    }
+    rng = random.Random(19)
+    try:
+        for _ in range(kills):
+            time.sleep(rng.uniform(0.3, 0.8))
+            leader = cluster.leader()
+            leader.kill()
+            time.sleep(rng.uniform(0.2, 0.6))
+            leader.start(join=[])
+        time.sleep(0.5)
+    finally:
+        stop.touch()
+        for process in writers.values():
+            process.wait(timeout=60)
+    for name, process in writers.items():
+        assert process.returncode == 0, (tmp_path / f"{name}.err").read_text()
+
+    file_path = tmp_path / "replayed.db"
+    with EvidenceStore(url) as on_cluster, EvidenceStore(file_path, engine="python") as on_file:
+        counts = {"ok": 0, "in_doubt": 0, "failed": 0}
+        for name in writers:
+            tenant = f"tenant-{name}"
+            bodies = [row[8] for row in _chain(on_cluster, tenant)]
+            assert len(bodies) == len(set(bodies)), "a write was stored twice"
+            present = set(bodies)
+            for line in (tmp_path / f"{name}.jsonl").read_text().splitlines():
+                op = json.loads(line)
+                counts[op["outcome"]] += 1
+                there = [r["body"] in present for r in op["records"]]
+                if op["outcome"] == "ok":
+                    assert all(there), f"acknowledged write {name} op {op['op']} is missing"
+                elif op["outcome"] == "failed":
+                    assert not any(there), f"failed write {name} op {op['op']} is there: {op['error']}"
+                else:
+                    assert all(there) or not any(there), f"write {name} op {op['op']} is half there"
+                if all(there):
+                    on_file.put_many(op["records"])
+            assert on_cluster.verify(tenant=tenant).ok
+            assert _chain(on_cluster, tenant) == _chain(on_file, tenant)
+            for revision in ("v1", "v2"):
+                for now in (0, 20, 45):
+                    asked = dict(tenant=tenant, revision=revision, query="queue lag disk worker", now=now)
+                    assert on_cluster.retrieve(**asked, limit=10) == on_file.retrieve(**asked, limit=10)
+        assert counts["ok"] > 50, counts
+        expected = {name: _chain(on_cluster, f"tenant-{name}") for name in writers}
+    for node in cluster.nodes:
+        cluster.transfer(node)
+        with EvidenceStore(url) as store:
+            assert {name: _chain(store, f"tenant-{name}") for name in writers} == expected
+    print(f"\n{kills} leader kills under load: {counts}")
+
+
+def test_a_node_joins_through_any_seed_and_may_join_again(tmp_path: Path) -> None:
+    """A dead seed is passed over for the next one; a restarted node given --join finds
+    itself a voter already and changes nothing; both stop cleanly."""
+    _needs_cluster()
+    first = Node(1, f"127.0.0.1:{_free_port()}", tmp_path / "n1", tmp_path / "n1.log")
+    second = Node(2, f"127.0.0.1:{_free_port()}", tmp_path / "n2", tmp_path / "n2.log")
+    dead = f"127.0.0.1:{_free_port()}"
+    two = Cluster([first, second])
+    try:
+        first.start(join=[])
+        second.start(join=[dead, first.address])
+        assert "node 2 is a voter of the cluster" in second.log.read_text()
+        with EvidenceStore(two.url("joined")) as store:
+            store.put(**record(1))
+        assert second.stop() == 0
+        second.start(join=[first.address])
+        assert second.log.read_text().count("node 2 is a voter of the cluster") == 2
+        assert "(restarted)" in second.log.read_text()
+        two.transfer(second)  # it votes and can lead: it is a full member
+        with EvidenceStore(two.url("joined")) as store:
+            assert [
+                h.record_id for h in store.retrieve(tenant="team-a", revision="v1", query="queue", now=1).hits
+            ] == ["r1"]
+    finally:
+        for node in two.running():
+            assert node.stop() == 0, node.log.read_text()
+
+
+def test_the_command_line_takes_a_cluster_url(cluster: Cluster) -> None:
+    url = cluster.url()
+    cli = [sys.executable, "-m", "pyevidence"]
+    put = subprocess.run(
+        [*cli, "put", "--db", url, "--tenant", "team-a", "--record-id", "q", "--revision", "v1",
+         "--kind", "runbook", "--body", "queue lag: restart the worker", "--source", "rb://q",
+         "--expires-at", "10"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert put.returncode == 0, put.stderr
+    found = subprocess.run(
+        [*cli, "retrieve", "--db", url, "--tenant", "team-a", "--revision", "v1", "--query", "queue lag",
+         "--now", "1"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    assert '"record_id": "q"' in found.stdout
+    verified = subprocess.run(
+        [*cli, "verify", "--db", url, "--tenant", "team-a"], capture_output=True, text=True, timeout=60
+    )
+    assert verified.returncode == 0, verified.stderr
+    assert '"ok": true' in verified.stdout
+
+
+def test_vectors_rank_on_a_cluster_as_on_a_file(cluster: Cluster, tmp_path: Path) -> None:
+    """Puts with an embedder store each version's vector in the same transaction; vector and
+    hybrid ranking give what the python engine gives on a file."""
+    import hashlib
+
+    from pyevidence import Embedder, HybridScorer, VectorScorer
+
+    def hashed(text: str) -> list[float]:
+        digest = hashlib.sha256(text.encode()).digest()
+        return [(digest[i] - 127.5) / 128 for i in range(8)]
+
+    toy = Embedder("toy-sha256", hashed)
+    bodies = ["queue lag on the consumer", "disk full on the db host", "restart the queue worker"]
+    with (
+        EvidenceStore(cluster.url(), embedder=toy) as on_cluster,
+        EvidenceStore(tmp_path / "v.db", engine="python", embedder=toy) as on_file,
+    ):
+        for store in (on_cluster, on_file):
+            store.put_many([record(i, body=body) for i, body in enumerate(bodies)])
+            store.put(**record(1, body="disk full again"))
+        for scorer in (VectorScorer(toy, min_similarity=-1.0), HybridScorer(toy, min_similarity=-1.0)):
+            asked = dict(tenant="team-a", revision="v1", query="queue lag", now=1, scorer=scorer)
+            assert on_cluster.retrieve(**asked) == on_file.retrieve(**asked)
+            assert on_cluster.retrieve(**asked).hits
+
+
+def test_a_foreign_database_is_refused_and_no_connection_is_left(cluster: Cluster) -> None:
+    import threading
+
+    import dqlitedbapi
+
+    from pyevidence.core.errors import SchemaError
+
+    url = cluster.url()
+    conn = dqlitedbapi.connect(cluster.addresses[0], database=url.rsplit("/", 1)[1])
+    conn.cursor().execute("CREATE TABLE someone_elses (x)")
+    conn.close()
+
+    def loops() -> int:
+        return sum(t.name.startswith("dqlitedbapi-") for t in threading.enumerate())
+
+    before = loops()
+    with pytest.raises(SchemaError, match="is not a pyevidence database: it already holds someone_elses"):
+        EvidenceStore(url)
+    assert loops() == before
+
+
+@pytest.mark.parametrize(
+    ("failing", "code", "commits_first", "outcome"),
+    [
+        ("INSERT", None, False, "retried"),  # the connection broke before COMMIT: nothing committed
+        ("COMMIT", 10250, False, "retried"),  # "not leader": refused before replicating anything
+        ("COMMIT", 10506, True, "in doubt"),  # leadership lost while replicating: it did commit here
+        ("COMMIT", None, True, "in doubt"),  # the connection broke during COMMIT
+        ("COMMIT", None, False, "in doubt"),  # ... and here it did not commit: nobody can tell
+    ],
+)
+def test_a_write_is_retried_only_when_it_certainly_did_not_commit(
+    cluster: Cluster, failing: str, code: int | None, commits_first: bool, outcome: str
+) -> None:
+    import dqlitedbapi
+
+    with EvidenceStore(cluster.url()) as store:
+        engine = store._engine
+        real = engine._execute
+        armed = [True]
+
+        def execute(sql: str, params: Any = ()) -> Any:
+            if armed[0] and sql.startswith(failing):
+                armed[0] = False
+                if commits_first:
+                    real(sql, params)
+                raise engine._classified(dqlitedbapi.OperationalError("injected failure", code=code))
+            return real(sql, params)
+
+        engine._execute = execute
+        if outcome == "retried":
+            store.put(**record(1))
+        else:
+            with pytest.raises(
+                StoreError, match=r"^put may or may not have been written: .*injected failure"
+            ):
+                store.put(**record(1))
+        engine._execute = real
+        assert not armed[0]
+        stored = len(store.history(tenant="team-a", record_id="r1"))
+        assert stored == (1 if outcome == "retried" or commits_first else 0)
