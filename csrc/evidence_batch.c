@@ -18,7 +18,7 @@
 ** the triggers of schema.sql that would recompute the versions step aside; the
 ** check of each current row against its version, and the trigger that drops a
 ** replaced record's vector, still run.
-** The statements are pyevidence/schema.py's VERSION_APPEND_SQL and
+** The statements are pyevidence/storage/schema.py's VERSION_APPEND_SQL and
 ** CURRENT_UPSERT_SQL, which the Python engine runs (a test keeps them equal).
 ** An index of the current rows (issue 17) hooks in at batchWriteCurrent.
 */
@@ -36,11 +36,11 @@ static const char *const azBatchSql[N_BATCH_STMT] = {
     "SELECT chain_seq, chain_hash FROM evidence_versions WHERE tenant = ? ORDER BY chain_seq DESC LIMIT 1",
     /* BATCH_SEQ: the record's last version, NULL when it has none */
     "SELECT max(seq) FROM evidence_versions WHERE tenant = ? AND record_id = ?",
-    /* BATCH_VERSION: pyevidence/schema.py:VERSION_APPEND_SQL */
+    /* BATCH_VERSION: pyevidence/storage/schema.py:VERSION_APPEND_SQL */
     "INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, revision, kind, body, "
     "source,"
     " expires_at, content_hash, chain_hash) VALUES (?, ?, ?, ?, 'put', ?, ?, ?, ?, ?, ?, ?)",
-    /* BATCH_CURRENT: pyevidence/schema.py:CURRENT_UPSERT_SQL */
+    /* BATCH_CURRENT: pyevidence/storage/schema.py:CURRENT_UPSERT_SQL */
     "INSERT INTO evidence (tenant, revision, expires_at, record_id, kind, body, source, version, "
     "content_hash)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, record_id) DO UPDATE SET"

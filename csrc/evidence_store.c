@@ -23,7 +23,7 @@
 enum { STMT_FORGET, STMT_RANK, STMT_CANDIDATES, N_STMT };
 
 static const char *const azStmtSql[N_STMT] = {
-    /* STMT_FORGET: the delete trigger erases the versions; pyevidence/schema.py:FORGET_SQL */
+    /* STMT_FORGET: the delete trigger erases the versions; pyevidence/storage/schema.py:FORGET_SQL */
     "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2",
     /* STMT_RANK: the ranking order of pyevidence/scoring.py:rank, in SQL, over eligible rows only.
     ** The inner query scores; OFFSET 0 keeps SQLite from flattening it, which would

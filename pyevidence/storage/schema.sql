@@ -140,13 +140,13 @@ BEGIN
 END;
 
 -- pyevidence's own writer (put and put_many of both engines: csrc/evidence_batch.c,
--- pyevidence/engines/python_engine.py) appends versions and writes current rows
+-- pyevidence/storage/engines/python_engine.py) appends versions and writes current rows
 -- itself, a batch at a time, with the numbers and hashes these triggers would
 -- compute (tests/test_write_path.py proves the rows equal). While its statements
 -- run, and only then, evidence_writer_vouches() is 1 on its connection, and the
 -- two triggers that would redo that work step aside: this one, and the check of
 -- appended versions below. Everywhere else it is 0: the extension and
--- pyevidence.sql_functions register it so, and every raw SQL write is checked
+-- pyevidence.storage.sql_functions register it so, and every raw SQL write is checked
 -- in full. The checks of current rows do not ask it: they hold for every writer
 -- (and they run on a connection with none of pyevidence's functions).
 -- Every put version appended (by the trigger above, or as a raw next link, which
