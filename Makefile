@@ -11,7 +11,7 @@ CC     ?= cc
 
 EXT_SOURCES  := csrc/evidence_ext.c csrc/evidence_overlap.c csrc/evidence_eligible.c csrc/evidence_hash.c \
                 csrc/evidence_utf8.c csrc/evidence_tokens.c csrc/evidence_tokenset.c
-STORE_SOURCES := $(EXT_SOURCES) csrc/evidence_store.c
+STORE_SOURCES := $(EXT_SOURCES) csrc/evidence_store.c csrc/evidence_batch.c
 C_HEADERS    := $(wildcard csrc/*.h)
 C_TESTS      := csrc/test/token_overlap.test.sql csrc/test/evidence_eligible.test.sql csrc/test/evidence_hash.test.sql \
                 csrc/test/evidence_put.test.sql csrc/test/evidence_utf8.test.sql
@@ -224,8 +224,9 @@ build/evidence.$(EXT_SUFFIX): $(EXT_SOURCES) $(C_HEADERS) | build
 	$(CC) $(C_STD) $(WARN) $(CFLAGS) -fPIC -shared -o $@ $(EXT_SOURCES)
 
 ## test-c: the SQL test files and the store API test, on the extension compiled into test programs
-test-c: build/run_sql_tests build/test_store build/test_tokens build/test_tokens_portable
+test-c: build/run_sql_tests build/run_sql_tests_portable build/test_store build/test_tokens build/test_tokens_portable
 	build/run_sql_tests --init pyevidence/storage/schema.sql $(C_TESTS)
+	build/run_sql_tests_portable --init pyevidence/storage/schema.sql $(C_TESTS)
 	build/test_store pyevidence/storage/schema.sql
 	build/test_tokens 200000
 	build/test_tokens_portable 200000
@@ -242,6 +243,10 @@ test-valgrind: build/run_sql_tests build/test_store build/test_tokens
 
 build/run_sql_tests: $(EXT_SOURCES) $(C_HEADERS) csrc/test/run_sql_tests.c | build
 	$(CC) $(TEST_CFLAGS) -o $@ $(EXT_SOURCES) csrc/test/run_sql_tests.c -lsqlite3
+
+# The same SQL tests without SIMD: SHA-256 and the token scan on their portable paths.
+build/run_sql_tests_portable: $(EXT_SOURCES) $(C_HEADERS) csrc/test/run_sql_tests.c | build
+	$(CC) $(TEST_CFLAGS) -DEVIDENCE_NO_SIMD -o $@ $(EXT_SOURCES) csrc/test/run_sql_tests.c -lsqlite3
 
 build/run_sql_tests_asan: $(EXT_SOURCES) $(C_HEADERS) csrc/test/run_sql_tests.c | build
 	$(CC) $(TEST_CFLAGS) $(SANITIZE) -o $@ $(EXT_SOURCES) csrc/test/run_sql_tests.c -lsqlite3

@@ -14,6 +14,8 @@
 **   evidence_sha256(...)         evidence_hash.c
 **   evidence_utf8_valid(x)       evidence_utf8.c
 **   evidence_version()           here: the pyevidence release these sources belong to
+**   evidence_writer_vouches()    here: 0 (schema.sql's triggers check every write in full); the
+**                                native engine's connection has its own (evidence_batch.c)
 **
 ** Built as a loadable extension, SQLite calls sqlite3_evidence_init() (the name
 ** it derives from "evidence.so"). Built with -DSQLITE_CORE into a program that
@@ -29,6 +31,13 @@ static void versionFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   sqlite3_result_text(ctx, EVIDENCE_VERSION, -1, SQLITE_STATIC);
 }
 
+/* 0: on a connection of the extension, no write is vouched for by pyevidence's writer. */
+static void notVouchingFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  sqlite3_result_int(ctx, 0);
+}
+
 int evidenceRegisterWithStats(sqlite3 *db, EvidenceScanStats **ppStats) {
   const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
   int rc = sqlite3_create_function(db, "evidence_version", 0, flags, 0, versionFunc, 0, 0);
@@ -36,6 +45,10 @@ int evidenceRegisterWithStats(sqlite3 *db, EvidenceScanStats **ppStats) {
   if (rc == SQLITE_OK) rc = evidenceEligibleRegister(db, ppStats);
   if (rc == SQLITE_OK) rc = evidenceHashRegister(db);
   if (rc == SQLITE_OK) rc = evidenceUtf8Register(db);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "evidence_writer_vouches", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS, 0,
+                                 notVouchingFunc, 0, 0);
+  }
   return rc;
 }
 

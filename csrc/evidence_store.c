@@ -5,26 +5,24 @@
 ** functions on it directly (this file is built with -DSQLITE_CORE into the
 ** Python module, no load_extension needed), and run put, forget and retrieve
 ** as prepared statements that are kept for the connection's lifetime.
-** Retrieve ranks inside SQLite, over evidence_eligible only. Versions are the
-** schema's business: its triggers write the history on every put and forget.
+** Retrieve ranks inside SQLite, over evidence_eligible only. Puts go through
+** the batch writer (evidence_batch.c), which writes the rows the evidence_put
+** view's trigger would; forget goes through the schema's delete trigger.
 */
 #include "evidence_store.h"
 
 #include <string.h>
 
+#include "evidence_batch.h"
 #include "evidence_sqlite.h"
 
 /* The text columns a row of STMT_RANK and STMT_CANDIDATES starts with. */
 #define N_ROW_TEXTS 6
 
 /* The statements, prepared once on first use. */
-enum { STMT_PUT, STMT_FORGET, STMT_RANK, STMT_CANDIDATES, N_STMT };
+enum { STMT_FORGET, STMT_RANK, STMT_CANDIDATES, N_STMT };
 
 static const char *const azStmtSql[N_STMT] = {
-    /* STMT_PUT: a new version, through the view whose triggers (schema.sql) append it
-    ** to the history and point the current row at it; pyevidence/storage/schema.py:PUT_SQL */
-    "INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     /* STMT_FORGET: the delete trigger erases the versions; pyevidence/storage/schema.py:FORGET_SQL */
     "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2",
     /* STMT_RANK: the ranking order of pyevidence/ranking/scoring.py:rank, in SQL, over eligible rows only.
@@ -49,8 +47,9 @@ struct EvidenceStore {
   sqlite3 *db;
   EvidenceScanStats *pStats; /* evidence_eligible's per-connection row count */
   sqlite3_stmt *aStmt[N_STMT];
-  char *zErr;    /* the last error message, or 0 */
-  char *zDenied; /* why the read-only gate refused the current query, or 0 */
+  EvidenceBatch *pBatch; /* the batch writer: its statements and its vouching flag */
+  char *zErr;            /* the last error message, or 0 */
+  char *zDenied;         /* why the read-only gate refused the current query, or 0 */
 };
 
 /* Records an error message; returns rc so callers can `return storeError(...)`. */
@@ -101,6 +100,7 @@ int evidence_store_open(const char *path, int read_only, EvidenceStore **out) {
   if (rc == SQLITE_NOMEM && p->db == 0) return storeError(p, rc, "out of memory");
   if (rc == SQLITE_OK) rc = sqlite3_extended_result_codes(p->db, 1);
   if (rc == SQLITE_OK) rc = evidenceRegisterWithStats(p->db, &p->pStats);
+  if (rc == SQLITE_OK) rc = evidenceBatchOpen(p->db, &p->pBatch);
   return rc == SQLITE_OK ? SQLITE_OK : storeDbError(p, rc);
 }
 
@@ -121,6 +121,7 @@ void evidence_store_close(EvidenceStore *p) {
   int i;
   if (p == 0) return;
   for (i = 0; i < N_STMT; i++) sqlite3_finalize(p->aStmt[i]);
+  evidenceBatchFree(p->pBatch);
   sqlite3_close(p->db);
   sqlite3_free(p->zErr);
   sqlite3_free(p->zDenied);
@@ -533,25 +534,75 @@ int evidence_store_query(EvidenceStore *p, const char *sql, size_t sql_len, cons
 
 /* ---- put and forget */
 
+/* Writes the records inside a transaction: the caller's, or one of its own,
+** IMMEDIATE, so the chain heads it reads cannot change before it writes (another
+** writer waits, up to the busy timeout). */
+static int storePutRecords(EvidenceStore *p, const EvidencePut *aRec, size_t n) {
+  const int bOwn = sqlite3_get_autocommit(p->db);
+  int rc = bOwn ? sqlite3_exec(p->db, "BEGIN IMMEDIATE", 0, 0, 0) : SQLITE_OK;
+  if (rc == SQLITE_OK) rc = evidenceBatchPut(p->db, p->pBatch, aRec, n);
+  if (rc == SQLITE_OK && bOwn) rc = sqlite3_exec(p->db, "COMMIT", 0, 0, 0);
+  if (rc == SQLITE_OK) return rc;
+  if (rc == SQLITE_NOMEM) {
+    storeError(p, rc, "out of memory");
+  } else {
+    storeDbError(p, rc);
+  }
+  if (bOwn && !sqlite3_get_autocommit(p->db)) sqlite3_exec(p->db, "ROLLBACK", 0, 0, 0);
+  return rc;
+}
+
+int evidence_store_put_many(EvidenceStore *p, const char *data, size_t data_len, const size_t *lengths,
+                            const int64_t *expires_at, size_t n) {
+  EvidencePut *aRec;
+  size_t i, nUsed = 0;
+  int rc;
+  if (n == 0) return SQLITE_OK;
+  if (n > (size_t)-1 / sizeof(*aRec)) return storeError(p, SQLITE_NOMEM, "out of memory");
+  aRec = sqlite3_malloc64(n * sizeof(*aRec));
+  if (aRec == 0) return storeError(p, SQLITE_NOMEM, "out of memory");
+  for (i = 0; i < n; i++) {
+    const char **apz[6];
+    size_t *apn[6];
+    int j;
+    apz[0] = &aRec[i].tenant, apn[0] = &aRec[i].tenant_len;
+    apz[1] = &aRec[i].record_id, apn[1] = &aRec[i].record_id_len;
+    apz[2] = &aRec[i].revision, apn[2] = &aRec[i].revision_len;
+    apz[3] = &aRec[i].kind, apn[3] = &aRec[i].kind_len;
+    apz[4] = &aRec[i].body, apn[4] = &aRec[i].body_len;
+    apz[5] = &aRec[i].source, apn[5] = &aRec[i].source_len;
+    for (j = 0; j < 6; j++) {
+      size_t nField = lengths[6 * i + (size_t)j];
+      if (nField > data_len - nUsed) {
+        sqlite3_free(aRec);
+        return storeError(p, SQLITE_MISUSE, "put_many: the field lengths add up to more than the data");
+      }
+      *apz[j] = data + nUsed;
+      *apn[j] = nField;
+      nUsed += nField;
+    }
+    aRec[i].expires_at = expires_at[i];
+  }
+  rc = nUsed == data_len
+           ? storePutRecords(p, aRec, n)
+           : storeError(p, SQLITE_MISUSE, "put_many: the field lengths do not add up to the data");
+  sqlite3_free(aRec);
+  return rc;
+}
+
 int evidence_store_put(EvidenceStore *p, const char *tenant, size_t tenant_len, const char *record_id,
                        size_t record_id_len, const char *revision, size_t revision_len, const char *kind,
                        size_t kind_len, const char *body, size_t body_len, const char *source,
                        size_t source_len, int64_t expires_at) {
-  sqlite3_stmt *pStmt;
-  int rc = storeStmt(p, STMT_PUT, &pStmt);
-  if (rc != SQLITE_OK) return rc;
-  if ((rc = bindText(pStmt, 1, tenant, tenant_len)) == SQLITE_OK &&
-      (rc = bindText(pStmt, 2, record_id, record_id_len)) == SQLITE_OK &&
-      (rc = bindText(pStmt, 3, revision, revision_len)) == SQLITE_OK &&
-      (rc = bindText(pStmt, 4, kind, kind_len)) == SQLITE_OK &&
-      (rc = bindText(pStmt, 5, body, body_len)) == SQLITE_OK &&
-      (rc = bindText(pStmt, 6, source, source_len)) == SQLITE_OK &&
-      (rc = sqlite3_bind_int64(pStmt, 7, expires_at)) == SQLITE_OK) {
-    return storeRun(p, pStmt);
-  }
-  storeDbError(p, rc);
-  storeStmtDone(pStmt);
-  return rc;
+  EvidencePut r;
+  r.tenant = tenant, r.tenant_len = tenant_len;
+  r.record_id = record_id, r.record_id_len = record_id_len;
+  r.revision = revision, r.revision_len = revision_len;
+  r.kind = kind, r.kind_len = kind_len;
+  r.body = body, r.body_len = body_len;
+  r.source = source, r.source_len = source_len;
+  r.expires_at = expires_at;
+  return storePutRecords(p, &r, 1);
 }
 
 int evidence_store_forget(EvidenceStore *p, const char *tenant, size_t tenant_len, const char *record_id,

@@ -93,9 +93,22 @@ int evidence_store_query(EvidenceStore *store, const char *sql, size_t sql_len, 
                          int n_params, int read_only, EvidenceTable **out);
 void evidence_table_free(EvidenceTable *table);
 
+/* Stores a new version of each of the n records, in order, and makes the last
+** version of each record its current one: what n puts would store, written as a
+** batch (evidence_batch.c). The records arrive packed, one buffer for all: data
+** holds, record after record, the UTF-8 bytes of tenant, record_id, revision,
+** kind, body and source back to back (data_len bytes in all), lengths the 6 * n
+** byte counts in that order, expires_at the n expiry times. Outside a
+** transaction it runs in one of its own (all or nothing); inside the caller's,
+** the caller rolls back after an error. Arguments are assumed valid: the Python
+** side validates them (UTF-8 included), and schema.sql's checks of appended
+** versions step aside for this writer (evidence_writer_vouches); the tables'
+** CHECKs and the check of each current row against its version still hold. */
+int evidence_store_put_many(EvidenceStore *store, const char *data, size_t data_len, const size_t *lengths,
+                            const int64_t *expires_at, size_t n);
+
 /* Stores a new version of the record (tenant, record_id) and makes it the current
-** one. Arguments are assumed valid (the Python side validates); the schema's
-** CHECKs still guard. */
+** one: evidence_store_put_many of one record. */
 int evidence_store_put(EvidenceStore *store, const char *tenant, size_t tenant_len, const char *record_id,
                        size_t record_id_len, const char *revision, size_t revision_len, const char *kind,
                        size_t kind_len, const char *body, size_t body_len, const char *source,

@@ -28,7 +28,7 @@ def test_corpus_is_deterministic_and_has_the_promised_shape() -> None:
 
 
 def test_bench_writes_table_json_and_figures(tmp_path: Path) -> None:
-    results = run.run([40], seed=1, puts=40)
+    results = run.run([40], seed=1, puts=40, writes_of=80)
     written = report.write(results, tmp_path)
     assert {p.name for p in written} >= {"results.json", "results.md"}
     data = json.loads((tmp_path / "results.json").read_text())
@@ -38,6 +38,30 @@ def test_bench_writes_table_json_and_figures(tmp_path: Path) -> None:
         assert set(figures["ms_per_query"]) == {"python", "native", "floor"}
         assert all(v > 0 for v in figures["ms_per_query"].values())
     assert "| 40 | rare |" in (tmp_path / "results.md").read_text()
+    section = data["writes"]
+    assert section["records"] == 100 and set(section["records_per_s"]) == {
+        "python",
+        "native",
+        "fts5",
+        "plain",
+    }
+    assert all(v > 0 for v in section["records_per_s"].values())
+    assert all(v > 0 for v in section["file_bytes"].values())
+    assert "| FTS5 insert |" in (tmp_path / "results.md").read_text()
+
+
+def test_the_write_sections_peers_store_the_same_rows(tmp_path: Path) -> None:
+    import sqlite3
+
+    from pyevidence.bench import writes
+
+    records = list(Corpus.make(2).records(40))
+    for writer in ("fts5", "plain"):
+        writes.WRITE[writer](tmp_path / f"{writer}.db", [records[:30], records[30:]])
+        conn = sqlite3.connect(tmp_path / f"{writer}.db")
+        rows = conn.execute("SELECT tenant, record_id, revision, kind, body, source, expires_at FROM records")
+        assert sorted(rows) == sorted(tuple(vars(r).values()) for r in records), writer
+        conn.close()
 
 
 def test_bench_fails_when_the_engines_disagree(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -296,7 +296,7 @@ def _list_assigned(path: Path, name: str) -> list[str]:
 
 def test_the_extension_sources_are_the_same_in_every_build() -> None:
     """The loadable extension's C files are named in three builds (make, setup.py's extension,
-    the cffi engine, which adds the store API): one list, proven equal here."""
+    the cffi engine, which adds the store API and its batch writer): one list, proven equal here."""
     root = Path(__file__).resolve().parent.parent
     makefile = (root / "Makefile").read_text(encoding="utf-8")
     match = re.search(r"^EXT_SOURCES\s*:=\s*((?:.*\\\n)*.*)$", makefile, re.M)
@@ -306,5 +306,10 @@ def test_the_extension_sources_are_the_same_in_every_build() -> None:
     engine = _list_assigned(root / "pyevidence" / "storage" / "_build_native.py", "SOURCES")
     every_c_file = sorted(str(p.relative_to(root)) for p in (root / "csrc").glob("*.c"))
     assert sorted(make_sources) == sorted(loadable)
-    assert sorted(engine) == sorted([*loadable, "csrc/evidence_store.c"])
+    store = re.search(r"^STORE_SOURCES\s*:=\s*\$\(EXT_SOURCES\)(.*)$", makefile, re.M)
+    assert store is not None and sorted(store.group(1).split()) == [
+        "csrc/evidence_batch.c",
+        "csrc/evidence_store.c",
+    ]
+    assert sorted(engine) == sorted([*loadable, "csrc/evidence_store.c", "csrc/evidence_batch.c"])
     assert sorted(engine) == every_c_file

@@ -101,6 +101,38 @@ static void testNulAndForget(EvidenceStore *p) {
   CHECK(evidence_store_forget(p, "t\0x", 3, "id\0", 3, &deleted) == 0 && deleted == 0);
 }
 
+static int64_t count(EvidenceStore *p, const char *zSql) {
+  EvidenceTable *t = 0;
+  int64_t n = -1;
+  if (evidence_store_query(p, zSql, strlen(zSql), 0, 0, 1, &t) == 0 && t->n_rows == 1) n = t->cells[0].i;
+  evidence_table_free(t);
+  return n;
+}
+
+static void testPutMany(EvidenceStore *p) {
+  /* Packed: tenant, record_id, revision, kind, body, source of each record, back to back. */
+  static const char zData[] =
+      "tbr1v1runbookfirst bodys"
+      "tbr2v1workingother bodys"
+      "tbr1v2incidentsecond bodys";
+  const size_t aLen[] = {2, 2, 2, 7, 10, 1, 2, 2, 2, 7, 10, 1, 2, 2, 2, 8, 11, 1};
+  const int64_t aExpires[] = {10, 20, 30};
+  CHECK(evidence_store_put_many(p, zData, sizeof(zData) - 1, aLen, aExpires, 3) == 0);
+  CHECK(count(p, "SELECT count(*) FROM evidence_versions WHERE tenant = 'tb'") == 3);
+  CHECK(count(p, "SELECT count(*) FROM evidence WHERE tenant = 'tb'") == 2);
+  /* The later duplicate is the record's second version and its current row. */
+  CHECK(count(p,
+              "SELECT version FROM evidence WHERE tenant = 'tb' AND record_id = 'r1' AND revision = 'v2'"
+              " AND body = 'second body' AND expires_at = 30") == 2);
+  CHECK(count(p, "SELECT max(chain_seq) FROM evidence_versions WHERE tenant = 'tb'") == 3);
+  /* Lengths that do not add up to the data are refused, and nothing is written. */
+  CHECK(evidence_store_put_many(p, zData, sizeof(zData) - 2, aLen, aExpires, 3) == 21); /* SQLITE_MISUSE */
+  CHECK(strstr(evidence_store_errmsg(p), "field lengths") != 0);
+  CHECK(evidence_store_put_many(p, zData, 10, aLen, aExpires, 3) == 21); /* SQLITE_MISUSE */
+  CHECK(count(p, "SELECT count(*) FROM evidence_versions WHERE tenant = 'tb'") == 3);
+  CHECK(evidence_store_put_many(p, zData, 0, aLen, aExpires, 0) == 0);
+}
+
 static void testQuery(EvidenceStore *p) {
   EvidenceTable *t = 0;
   EvidenceValue params[3];
@@ -250,6 +282,7 @@ int main(int argc, char **argv) {
   free(zSchema);
   testRetrieve(p);
   testNulAndForget(p);
+  testPutMany(p);
   testQuery(p);
   testLoadExtension(p);
   testReadOnlyGate(p);

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import jsonout
+from . import writes
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -38,6 +39,8 @@ def markdown(results: dict[str, Any]) -> str:
             f"| {engine} | {p['put_per_s']:,.0f} | {p['put_many_per_s']:,.0f} "
             f"| {largest['open_ms'][engine]:.2f} |"
         )
+    if "writes" in results:
+        lines += writes.markdown(results["writes"])
     lines += ["", f"Peak resident memory of the benchmark process: {largest['peak_rss_mib']:.0f} MiB."]
     return "\n".join(lines) + "\n"
 

@@ -28,6 +28,7 @@ from ..core.errors import EvidenceError
 from ..core.records import Record
 from ..core.version import __version__
 from ..store import EvidenceStore
+from . import writes
 from .corpus import NOW, REVISION, TENANT, Corpus
 
 LIMIT = 5
@@ -207,7 +208,11 @@ def machine() -> dict[str, Any]:
     }
 
 
-def run(sizes: list[int], seed: int = 7, workdir: Path | None = None, puts: int = 4_000) -> dict[str, Any]:
+def run(
+    sizes: list[int], seed: int = 7, workdir: Path | None = None, puts: int = 4_000, writes_of: int = 0
+) -> dict[str, Any]:
+    """The retrieve figures at each size, put() and put_many() rates, and, with
+    ``writes_of`` eligible records, the write section (bench/writes.py)."""
     corpus = Corpus.make(seed)
     total = sum(round(s / 0.8) for s in sizes) + sum(2 * _rounds(s)[0] * _rounds(s)[1] for s in sizes)
     progress = Progress(total)
@@ -219,4 +224,6 @@ def run(sizes: list[int], seed: int = 7, workdir: Path | None = None, puts: int 
             results["sizes"].append(measure_size(path, corpus, size, progress))
             path.unlink()
         results["puts"] = measure_puts(corpus, Path(tmp), puts)
+        if writes_of:
+            results["writes"] = writes.measure(corpus, Path(tmp), writes_of)
     return results

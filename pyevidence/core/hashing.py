@@ -16,19 +16,19 @@ FIRST_PREVIOUS = ""  # the "previous chain hash" of a tenant's first version
 def sha256_fields(*fields: str | int | None) -> str:
     """SHA-256 (64 lowercase hex digits) of the fields in the length-prefixed encoding:
     text ``t<n>:<n UTF-8 bytes>``, integer ``i<n>:<decimal>``, NULL ``n0:``."""
-    digest = hashlib.sha256()
+    parts = []  # one update of the whole encoding: cheaper than an update per field
     for field in fields:
         if field is None:
-            digest.update(b"n0:")
+            parts.append(b"n0:")
         elif isinstance(field, int) and not isinstance(field, bool):
             data = str(field).encode("ascii")
-            digest.update(b"i%d:%s" % (len(data), data))
+            parts += (b"i%d:" % len(data), data)
         elif isinstance(field, str):
             data = field.encode("utf-8")
-            digest.update(b"t%d:%s" % (len(data), data))
+            parts += (b"t%d:" % len(data), data)
         else:
             raise TypeError(
                 f"evidence_sha256(): a field is a {type(field).__name__}; "
                 "it takes only text, integers and NULL"
             )
-    return digest.hexdigest()
+    return hashlib.sha256(b"".join(parts)).hexdigest()

@@ -8,7 +8,7 @@ rules as a guard for raw-SQL writers (tests/test_schema.py proves they agree).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, fields
+from dataclasses import fields
 from typing import Any
 
 from .errors import ValidationError
@@ -29,17 +29,25 @@ def text(field: str, value: Any, *, allow_empty: bool = False, max_bytes: int | 
         raise ValidationError(field, f"must be a string, got {type(value).__name__}")
     if max_bytes is not None and len(value) > max_bytes:  # cheap first: UTF-8 is never shorter
         _too_long(field, len(value.encode("utf-8", "surrogatepass")), max_bytes)
-    if not allow_empty and not value.strip():
+    # isspace() is strip()'s notion of whitespace, without copying the text.
+    if not allow_empty and (not value or value.isspace()):
         raise ValidationError(field, "must not be empty or only whitespace")
+    if value.isascii():  # the common case: one byte per character, no surrogates
+        size = len(value)
+    else:
+        size = _utf8_size(field, value)
+    if max_bytes is not None and size > max_bytes:
+        _too_long(field, size, max_bytes)
+    return value
+
+
+def _utf8_size(field: str, value: str) -> int:
     try:
-        size = len(value.encode("utf-8"))
+        return len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise ValidationError(
             field, f"is not valid Unicode text (lone surrogate at index {exc.start})"
         ) from None
-    if max_bytes is not None and size > max_bytes:
-        _too_long(field, size, max_bytes)
-    return value
 
 
 def _too_long(field: str, size: int, limit: int) -> None:
@@ -101,7 +109,8 @@ def records(items: Any, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
     checked = []
     for index, item in enumerate(items):
         where = f"records[{index}]"
-        values = asdict(item) if isinstance(item, Record) else item
+        # A Record's fields as a mapping; not asdict(), whose deep copy costs more than the checks.
+        values = {name: getattr(item, name) for name in RECORD_FIELDS} if isinstance(item, Record) else item
         if not isinstance(values, Mapping):
             raise ValidationError(where, f"must be a mapping or a Record, got {type(item).__name__}")
         missing = [name for name in RECORD_FIELDS if name not in values]
@@ -114,9 +123,11 @@ def records(items: Any, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
         if problems:
             raise ValidationError(where, "; ".join(problems))
         try:
-            checked.append(record(**values, limits=limits))
+            valid = record(**values, limits=limits)
         except ValidationError as exc:
             raise ValidationError(f"{where}.{exc.field}", exc.reason) from None
+        # A valid Record is kept as it came (no copy) unless validation normalized it.
+        checked.append(item if valid == item and type(item.expires_at) is int else valid)
     return checked
 
 

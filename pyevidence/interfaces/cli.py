@@ -53,6 +53,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="bench-results", metavar="DIR", help="where to write the results")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument(
+        "--writes",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="eligible records for the write section (put_many beside FTS5 and plain SQLite; 0: skip it)",
+    )
+    p.add_argument(
         "--vectors",
         action="store_true",
         help="benchmark vector ranking instead (1,000 and 10,000 rows unless --sizes is given)",
@@ -186,7 +193,9 @@ def _bench(args: argparse.Namespace) -> Any:
         return {"written": [str(out / "vectors.json"), str(out / "vectors.md")]}
     if args.full and 1_000_000 not in sizes:
         sizes.append(1_000_000)
-    results = run.run(sorted(sizes), seed=args.seed)
+    if args.writes < 0:
+        raise ValidationError("writes", f"must be 0 or more, got {args.writes}")
+    results = run.run(sorted(sizes), seed=args.seed, writes_of=args.writes)
     written = report.write(results, Path(args.out))
     sys.stderr.write(report.markdown(results))
     return {"written": [str(p) for p in written]}

@@ -60,6 +60,32 @@ PUT_SQL = (
 )
 FORGET_SQL = "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2"
 
+# put_many as both engines write it: the rows PUT_SQL's trigger would write, without
+# the trigger (the batch writer: csrc/evidence_batch.c, and engines/python_engine.py). Each
+# version is appended with its number and hashes computed by the writer, then the
+# current row of each record points at its last version of the batch; the guard
+# triggers of schema.sql still check that row against the version.
+# tests/test_write_path.py keeps the C copies equal to these. Plain ? placeholders, each
+# used once in order: the Python engine binds tuples (numbered ones want a mapping
+# from Python 3.12 on), C binds by index.
+CHAIN_HEAD_SQL = (
+    "SELECT chain_seq, chain_hash FROM evidence_versions WHERE tenant = ? ORDER BY chain_seq DESC LIMIT 1"
+)
+# The Python engine asks for many records at once, over an IN list (PythonEngine._latest_seqs).
+LATEST_SEQ_SQL = "SELECT max(seq) FROM evidence_versions WHERE tenant = ? AND record_id = ?"
+VERSION_APPEND_SQL = (
+    "INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, revision, kind, body,"
+    " source, expires_at, content_hash, chain_hash)"
+    " VALUES (?, ?, ?, ?, 'put', ?, ?, ?, ?, ?, ?, ?)"
+)
+CURRENT_UPSERT_SQL = (
+    "INSERT INTO evidence (tenant, revision, expires_at, record_id, kind, body, source, version,"
+    " content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, record_id) DO UPDATE SET"
+    " revision = excluded.revision, expires_at = excluded.expires_at, kind = excluded.kind,"
+    " body = excluded.body, source = excluded.source, version = excluded.version,"
+    " content_hash = excluded.content_hash"
+)
+
 # Vectors (pyevidence/ranking/vector_scoring.py). A put with a vector runs PUT_SQL and then
 # VECTOR_PUT_SQL in one transaction: the vector is tied to the version just stored.
 VECTOR_PUT_SQL = (

@@ -139,10 +139,20 @@ BEGIN
                           NEW.body, NEW.source, CAST(NEW.expires_at AS INTEGER)) AS content_hash) AS link;
 END;
 
+-- pyevidence's own writer (put and put_many of both engines: csrc/evidence_batch.c,
+-- pyevidence/storage/engines/python_engine.py) appends versions and writes current rows
+-- itself, a batch at a time, with the numbers and hashes these triggers would
+-- compute (tests/test_write_path.py proves the rows equal). While its statements
+-- run, and only then, evidence_writer_vouches() is 1 on its connection, and the
+-- two triggers that would redo that work step aside: this one, and the check of
+-- appended versions below. Everywhere else it is 0: the extension and
+-- pyevidence.storage.sql_functions register it so, and every raw SQL write is checked
+-- in full. The checks of current rows do not ask it: they hold for every writer
+-- (and they run on a connection with none of pyevidence's functions).
 -- Every put version appended (by the trigger above, or as a raw next link, which
 -- evidence_versions_are_appended checks) becomes its record's current row.
 CREATE TRIGGER IF NOT EXISTS evidence_versions_point_the_current_row AFTER INSERT ON evidence_versions
-WHEN NEW.operation = 'put'
+WHEN NEW.operation = 'put' AND NOT evidence_writer_vouches()
 BEGIN
   INSERT INTO evidence (tenant, revision, expires_at, record_id, kind, body, source, version, content_hash)
   VALUES (NEW.tenant, NEW.revision, NEW.expires_at, NEW.record_id, NEW.kind, NEW.body, NEW.source, NEW.seq,
@@ -214,7 +224,7 @@ END;
 -- does); a tombstone only for a record whose current row is gone and whose latest
 -- version still has its content (forget's trigger appends it at that moment).
 CREATE TRIGGER IF NOT EXISTS evidence_versions_are_appended BEFORE INSERT ON evidence_versions
-WHEN NOT (evidence_utf8_valid(CAST(NEW.tenant AS BLOB)) AND evidence_utf8_valid(CAST(NEW.record_id AS BLOB))
+WHEN NOT evidence_writer_vouches() AND (NOT (evidence_utf8_valid(CAST(NEW.tenant AS BLOB)) AND evidence_utf8_valid(CAST(NEW.record_id AS BLOB))
           AND coalesce(evidence_utf8_valid(CAST(NEW.revision AS BLOB)), 1)
           AND coalesce(evidence_utf8_valid(CAST(NEW.kind AS BLOB)), 1)
           AND coalesce(evidence_utf8_valid(CAST(NEW.body AS BLOB)), 1)
@@ -234,7 +244,7 @@ WHEN NOT (evidence_utf8_valid(CAST(NEW.tenant AS BLOB)) AND evidence_utf8_valid(
       AND (EXISTS (SELECT 1 FROM evidence WHERE tenant = NEW.tenant AND record_id = NEW.record_id)
            OR NOT EXISTS (SELECT 1 FROM evidence_versions
                            WHERE tenant = NEW.tenant AND record_id = NEW.record_id AND seq = NEW.seq - 1
-                             AND operation = 'put' AND body IS NOT NULL)))
+                             AND operation = 'put' AND body IS NOT NULL))))
 BEGIN
   SELECT RAISE(ABORT, 'evidence_versions rows are appended by evidence_put and forget only (INSERT INTO evidence_put ..., DELETE FROM evidence ...)');
 END;

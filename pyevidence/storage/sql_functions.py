@@ -1,7 +1,7 @@
 """The SQL functions schema.sql's triggers call, as the Python engine registers them.
 
 The native engine and the loadable extension register the C copies
-(csrc/evidence_hash.c, csrc/evidence_utf8.c); the stdlib sqlite3 connection of
+(csrc/evidence_hash.c, csrc/evidence_utf8.c, csrc/evidence_ext.c); the stdlib sqlite3 connection of
 the Python engine gets these. tests/test_versions.py and tests/test_raw_sql.py
 prove each pair equal. A raw-SQL writer on a stdlib connection calls
 ``register(conn)`` to write through evidence_put.
@@ -27,7 +27,15 @@ def utf8_valid(value: bytes | str | int | float | None) -> int | None:
     return 1
 
 
+def not_vouching() -> int:
+    """evidence_writer_vouches() of a raw-SQL connection: 0, every write is checked in full
+    (schema.sql). The engines' connections register their own (see PythonEngine)."""
+    return 0
+
+
 def register(conn: sqlite3.Connection) -> None:
-    """Registers evidence_sha256() and evidence_utf8_valid() on a stdlib connection."""
+    """Registers evidence_sha256(), evidence_utf8_valid() and evidence_writer_vouches()
+    on a stdlib connection."""
     conn.create_function("evidence_sha256", -1, sha256_fields, deterministic=True)
     conn.create_function("evidence_utf8_valid", 1, utf8_valid, deterministic=True)
+    conn.create_function("evidence_writer_vouches", 0, not_vouching)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import astuple
 from typing import Any
 
 from ...core.errors import EngineUnavailableError, StoreError, from_sqlite
@@ -99,24 +98,24 @@ class NativeEngine:
 
     def put(self, record: Record, vector: Vector | None = None) -> None:
         if vector is None:
-            self._put(record)
+            self._write([record], "put")
         else:
             self.put_many([record], [vector])
-
-    def _put(self, record: Record) -> None:
-        *texts, expires_at = astuple(record)
-        args = [item for data in map(_utf8, texts) for item in (data, len(data))]
-        self._check(lib.evidence_store_put(self._store, *args, expires_at), "put", writing=True)
 
     def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
         operation = "put_many" if len(records) > 1 else "put"
         self._exec("BEGIN IMMEDIATE;", operation)
         try:
-            for record, vector in zip(records, vectors or [None] * len(records), strict=True):
-                self._put(record)
-                if vector is not None:
-                    params = (record.tenant, record.record_id, vector.model, vector.dims, vector.blob)
-                    self.run(schema.VECTOR_PUT_SQL, params, read_only=False)
+            if vectors is None:
+                self._write(records, operation)
+            else:
+                # A vector belongs to the version stored just before it, so each
+                # record is written before the next one's vector.
+                for record, vector in zip(records, vectors, strict=True):
+                    self._write([record], operation)
+                    if vector is not None:
+                        params = (record.tenant, record.record_id, vector.model, vector.dims, vector.blob)
+                        self.run(schema.VECTOR_PUT_SQL, params, read_only=False)
         except BaseException:
             self._rollback()
             raise
@@ -133,6 +132,20 @@ class NativeEngine:
     def _rollback(self) -> None:
         """Ends the open transaction; nothing to do when an error has already ended it."""
         lib.evidence_store_exec(self._store, b"ROLLBACK;", 9)
+
+    def _write(self, records: list[Record], doing: str) -> None:
+        """One C call for the whole batch (csrc/evidence_batch.c numbers, hashes and
+        chains the versions and writes the rows), the records packed into one buffer."""
+        fields = [
+            _utf8(text)
+            for r in records
+            for text in (r.tenant, r.record_id, r.revision, r.kind, r.body, r.source)
+        ]
+        data = b"".join(fields)
+        lengths = ffi.new("size_t[]", [len(f) for f in fields])
+        expires_at = ffi.new("int64_t[]", [r.expires_at for r in records])
+        rc = lib.evidence_store_put_many(self._store, data, len(data), lengths, expires_at, len(records))
+        self._check(rc, doing, writing=True)
 
     def forget(self, tenant: str, record_id: str) -> bool:
         t, r = _utf8(tenant), _utf8(record_id)

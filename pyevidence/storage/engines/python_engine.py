@@ -11,15 +11,16 @@ import sqlite3
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import astuple
 from typing import Any
 
 from ...core.errors import SchemaError, from_sqlite
+from ...core.hashing import FIRST_PREVIOUS
 from ...core.records import Candidate, Hit, Record
 from ...core.vectors import Vector, cosine_distance, squared_norm
 from ...ranking.vector_scoring import Scored, python_rank_by_vector
 from .. import schema, sql_functions
 from ..paths import DatabasePath, open_failure_hint
+from ..versions import chain_hash, content_hash
 
 
 class PythonEngine:
@@ -37,6 +38,10 @@ class PythonEngine:
         # The triggers of schema.sql hash every version with evidence_sha256() and check
         # text with evidence_utf8_valid().
         sql_functions.register(self._conn)
+        # 1 while _write's own statements run: the triggers that would recompute its
+        # rows step aside (schema.sql); 0 otherwise, as on any raw-SQL connection.
+        self._vouching = False
+        self._conn.create_function("evidence_writer_vouches", 0, lambda: int(self._vouching))
         try:
             with _opening_errors(where, read_only):
                 schema.prepare(self._query, self._script, where.shown, read_only=read_only)
@@ -54,11 +59,19 @@ class PythonEngine:
             self._conn.execute(statement)
 
     def put(self, record: Record, vector: Vector | None = None) -> None:
-        if vector is None:
-            with _sqlite_errors("put", writing=True):
-                self._conn.execute(schema.PUT_SQL, _numbered(astuple(record)))
+        if vector is not None:
+            self.put_many([record], [vector])
             return
-        self.put_many([record], [vector])
+        # One put is one write, as the native engine's evidence_store_put reports it:
+        # its transaction is its own, and a failed commit is a failed put.
+        with _sqlite_errors("put", writing=True):
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._write([record])
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
 
     def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
         operation = "put_many" if len(records) > 1 else "put"
@@ -66,10 +79,12 @@ class PythonEngine:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 if vectors is None:
-                    self._conn.executemany(schema.PUT_SQL, (_numbered(astuple(r)) for r in records))
+                    self._write(records)
                 else:
+                    # A vector belongs to the version stored just before it, so each
+                    # record is written before the next one's vector.
                     for record, vector in zip(records, vectors, strict=True):
-                        self._conn.execute(schema.PUT_SQL, _numbered(astuple(record)))
+                        self._write([record])
                         if vector is not None:
                             self._conn.execute(schema.VECTOR_PUT_SQL, _vector_params(record, vector))
             except BaseException:
@@ -86,6 +101,79 @@ class PythonEngine:
         """Ends the open transaction, if an error has not already ended it."""
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
+
+    def _write(self, records: list[Record]) -> None:
+        """The batch writer (the same steps as csrc/evidence_batch.c): the rows that
+        schema.PUT_SQL's trigger would write for each record in turn. Each tenant's
+        chain head and each record's latest seq are read once; the versions are
+        appended in chain order; each record's current row is written once, for its
+        last version, in the primary-key order of evidence."""
+        execute = self._conn.execute
+        heads: dict[str, tuple[int, str]] = {}
+        seqs = self._latest_seqs(records)
+        appended: list[tuple[Any, ...]] = []
+        current: dict[tuple[str, str], tuple[Any, ...]] = {}
+        for r in records:
+            tenant, record_id = r.tenant, r.record_id
+            head = heads.get(tenant)
+            if head is None:
+                head = execute(schema.CHAIN_HEAD_SQL, (tenant,)).fetchone() or (0, FIRST_PREVIOUS)
+            key = (tenant, record_id)
+            seq = seqs[key] + 1
+            chain_seq = head[0] + 1
+            content = content_hash(tenant, record_id, r.revision, r.kind, r.body, r.source, r.expires_at)
+            chain = chain_hash(head[1], chain_seq, record_id, seq, "put", content)
+            heads[tenant], seqs[key] = (chain_seq, chain), seq
+            appended.append(
+                (
+                    tenant,
+                    chain_seq,
+                    record_id,
+                    seq,
+                    r.revision,
+                    r.kind,
+                    r.body,
+                    r.source,
+                    r.expires_at,
+                    content,
+                    chain,
+                )
+            )
+            current[key] = (
+                tenant,
+                r.revision,
+                r.expires_at,
+                record_id,
+                r.kind,
+                r.body,
+                r.source,
+                seq,
+                content,
+            )
+        in_key_order: list[tuple[Any, ...]] = sorted(current.values(), key=_current_key)
+        self._vouching = True
+        try:
+            self._conn.executemany(schema.VERSION_APPEND_SQL, appended)
+            self._conn.executemany(schema.CURRENT_UPSERT_SQL, in_key_order)
+        finally:
+            self._vouching = False
+
+    def _latest_seqs(self, records: list[Record]) -> dict[tuple[str, str], int]:
+        """The latest seq of each record of the batch (0: none yet), read with one
+        statement per _SEQ_CHUNK records of a tenant (schema.LATEST_SEQ_SQL for many)."""
+        seqs: dict[tuple[str, str], int] = {}
+        by_tenant: dict[str, list[str]] = {}
+        for r in records:
+            if (r.tenant, r.record_id) not in seqs:
+                seqs[r.tenant, r.record_id] = 0
+                by_tenant.setdefault(r.tenant, []).append(r.record_id)
+        for tenant, ids in by_tenant.items():
+            for i in range(0, len(ids), _SEQ_CHUNK):
+                chunk = ids[i : i + _SEQ_CHUNK]
+                chunk += chunk[:1] * (_SEQ_CHUNK - len(chunk))  # one statement text: cached
+                for record_id, seq in self._conn.execute(_LATEST_SEQS_SQL, (tenant, *chunk)):
+                    seqs[tenant, record_id] = seq
+        return seqs
 
     def forget(self, tenant: str, record_id: str) -> bool:
         with _sqlite_errors("forget", writing=True):
@@ -192,6 +280,20 @@ def _statements(sql: str) -> list[str]:
     if pending.strip() and not _only_comments(pending):
         raise SchemaError("schema.sql ends with an incomplete statement")
     return statements
+
+
+_SEQ_CHUNK = 200
+_LATEST_SEQS_SQL = (
+    "SELECT record_id, max(seq) FROM evidence_versions WHERE tenant = ? AND record_id IN ("
+    + ", ".join("?" * _SEQ_CHUNK)
+    + ") GROUP BY record_id"
+)
+
+
+def _current_key(row: tuple[Any, ...]) -> tuple[str, str, int, str]:
+    """evidence's primary key (tenant, revision, expires_at, record_id) of a current row.
+    Python orders str by code point, which is the UTF-8 byte order SQLite's BINARY uses."""
+    return row[0], row[1], row[2], row[3]
 
 
 def _numbered(params: Sequence[Any]) -> dict[str, Any]:

@@ -1,0 +1,44 @@
+/*
+** evidence_batch.h: the native engine's batch writer (evidence_batch.c), for
+** evidence_store.c. Not part of the API the Python bindings see.
+*/
+#ifndef EVIDENCE_BATCH_H
+#define EVIDENCE_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evidence_sqlite.h"
+
+/* One record of a batch: its fields as (pointer, length) pairs. */
+typedef struct EvidencePut {
+  const char *tenant;
+  size_t tenant_len;
+  const char *record_id;
+  size_t record_id_len;
+  const char *revision;
+  size_t revision_len;
+  const char *kind;
+  size_t kind_len;
+  const char *body;
+  size_t body_len;
+  const char *source;
+  size_t source_len;
+  int64_t expires_at;
+} EvidencePut;
+
+/* The writer's prepared statements, made on first use for one connection. */
+typedef struct EvidenceBatch EvidenceBatch;
+
+/* Creates the writer for db and registers on db its evidence_writer_vouches():
+** 1 while the writer's own statements run, else 0 (see schema.sql). */
+int evidenceBatchOpen(sqlite3 *db, EvidenceBatch **ppBatch);
+
+/* Writes the n records as n puts would (see evidence_batch.c), inside the
+** connection's current transaction. Free the writer with evidenceBatchFree
+** before closing db. On an error the message is db's
+** (sqlite3_errmsg), or, for SQLITE_NOMEM, "out of memory". */
+int evidenceBatchPut(sqlite3 *db, EvidenceBatch *pBatch, const EvidencePut *aRec, size_t n);
+void evidenceBatchFree(EvidenceBatch *pBatch);
+
+#endif /* EVIDENCE_BATCH_H */

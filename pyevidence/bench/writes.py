@@ -1,0 +1,134 @@
+"""The write section of the benchmark: put_many on both engines beside two peers.
+
+Every writer stores the same records of the corpus, in batches, into a new file
+in WAL mode with synchronous=NORMAL (pyevidence's settings), one transaction per
+batch:
+
+- ``python`` and ``native``: EvidenceStore.put_many (history, hash chain, current rows);
+- ``fts5``: an FTS5 table of the same columns, tokenizing every body, the way a
+  SQLite user would index the text (the bar of issue 16);
+- ``plain``: executemany into a table of the same columns with
+  UNIQUE (tenant, record_id), no history and no hashing: the floor.
+
+The writers run interleaved, their order rotating every round, and each figure
+is the median over rounds, so a noisy neighbour moves them alike. The file size
+(WAL checkpointed) is reported beside each rate.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..core.records import Record
+from ..store import EvidenceStore
+from .corpus import Corpus
+
+WRITERS = ("python", "native", "fts5", "plain")
+FTS5_DDL = (
+    "CREATE VIRTUAL TABLE records USING fts5(tenant UNINDEXED, revision UNINDEXED, expires_at UNINDEXED,"
+    " record_id UNINDEXED, kind UNINDEXED, body, source UNINDEXED)"
+)
+PLAIN_DDL = (
+    "CREATE TABLE records (tenant TEXT NOT NULL, revision TEXT NOT NULL, expires_at INTEGER NOT NULL,"
+    " record_id TEXT NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL, source TEXT NOT NULL,"
+    " UNIQUE (tenant, record_id))"
+)
+_INSERT = "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)"
+
+
+def _with_store(engine: str) -> Callable[[Path, list[list[Record]]], None]:
+    def write(path: Path, batches: list[list[Record]]) -> None:
+        with EvidenceStore(path, engine=engine) as store:
+            for batch in batches:
+                store.put_many(batch)
+
+    return write
+
+
+def _with_sqlite(ddl: str) -> Callable[[Path, list[list[Record]]], None]:
+    def write(path: Path, batches: list[list[Record]]) -> None:
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(ddl)
+            for batch in batches:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(
+                    _INSERT,
+                    [
+                        (r.tenant, r.revision, r.expires_at, r.record_id, r.kind, r.body, r.source)
+                        for r in batch
+                    ],
+                )
+                conn.execute("COMMIT")
+        finally:
+            conn.close()  # the last connection checkpoints the WAL into the file
+
+    return write
+
+
+WRITE: dict[str, Callable[[Path, list[list[Record]]], None]] = {
+    "python": _with_store("python"),
+    "native": _with_store("native"),
+    "fts5": _with_sqlite(FTS5_DDL),
+    "plain": _with_sqlite(PLAIN_DDL),
+}
+
+
+def measure(corpus: Corpus, tmp: Path, eligible: int, batch: int = 10_000, rounds: int = 3) -> dict[str, Any]:
+    """Records per second and file bytes of each writer, medians over ``rounds``."""
+    records = list(corpus.records(eligible))
+    batches = [records[i : i + batch] for i in range(0, len(records), batch)]
+    rates: dict[str, list[float]] = {w: [] for w in WRITERS}
+    sizes: dict[str, int] = {}
+    for r in range(rounds):
+        for writer in WRITERS[r % len(WRITERS) :] + WRITERS[: r % len(WRITERS)]:
+            path = tmp / f"writes-{writer}-{r}.db"
+            start = time.perf_counter()
+            WRITE[writer](path, batches)
+            rates[writer].append(len(records) / (time.perf_counter() - start))
+            sizes[writer] = path.stat().st_size
+            path.unlink()
+    per_s = {w: statistics.median(rates[w]) for w in WRITERS}
+    return {
+        "eligible_rows": eligible,
+        "records": len(records),
+        "batch": batch,
+        "rounds": rounds,
+        "records_per_s": per_s,
+        "file_bytes": sizes,
+        "native_over_fts5": per_s["native"] / per_s["fts5"],
+        "native_over_plain": per_s["native"] / per_s["plain"],
+        "python_over_plain": per_s["python"] / per_s["plain"],
+        "all_rounds_per_s": rates,
+    }
+
+
+def markdown(figures: dict[str, Any]) -> list[str]:
+    per_s, size = figures["records_per_s"], figures["file_bytes"]
+    lines = [
+        "",
+        f"Writes: {figures['records']:,} records ({figures['eligible_rows']:,} eligible), batches of "
+        f"{figures['batch']:,}, median of {figures['rounds']} rounds.",
+        "",
+        "| writer | records/s | vs plain | file MB |",
+        "|---|---:|---:|---:|",
+    ]
+    names = {
+        "python": "put_many, Python engine",
+        "native": "put_many, native engine",
+        "fts5": "FTS5 insert",
+        "plain": "plain executemany (floor)",
+    }
+    for w in WRITERS:
+        lines.append(
+            f"| {names[w]} | {per_s[w]:,.0f} | {per_s[w] / per_s['plain']:.3f} | {size[w] / 1e6:.1f} |"
+        )
+    lines += ["", f"native / FTS5: {figures['native_over_fts5']:.2f}x."]
+    return lines
