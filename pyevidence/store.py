@@ -512,6 +512,7 @@ class ScopedStore:
         tenant, record_id = validation.record_key(
             tenant=self._tenant, record_id=record_id, limits=self._store._limits
         )
+        revision = validation.text("revision", revision)
 
         def forget(engine: Any, history: tuple[Version, ...]) -> bool:
             if any(v.revision is not None and v.revision != revision for v in history):

@@ -38,7 +38,7 @@ def shared(store: EvidenceStore) -> EvidenceStore:
 
 
 def test_no_method_of_a_scoped_store_takes_a_tenant() -> None:
-    for name in ("put", "put_many", "retrieve", "forget"):
+    for name in ("put", "put_many", "retrieve", "forget", "put_in_revision", "forget_in_revision"):
         assert "tenant" not in inspect.signature(getattr(ScopedStore, name)).parameters, name
 
 
