@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib
 import threading
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from .core import validation
 from .core.errors import (
@@ -28,6 +28,7 @@ from .storage.engines.python_engine import PythonEngine
 from .storage.paths import StorePath
 
 ENGINES = ("auto", "native", "python", "cluster")
+T = TypeVar("T")
 
 
 def _native_engine_class() -> Any:
@@ -146,7 +147,7 @@ class EvidenceStore:
 
     @property
     def engine(self) -> str:
-        """The name of the engine this store runs on: "python" or "native"."""
+        """The name of the engine this store runs on: "python", "native" or "cluster"."""
         return str(self._engine.name)
 
     def put(
@@ -297,6 +298,17 @@ class EvidenceStore:
         self._writable("forget")
         with self._engine_locked() as engine:
             return bool(engine.forget(tenant, record_id))
+
+    def _write_checked(
+        self, operation: str, tenant: str, record_id: str, write: Callable[[Any, tuple[Version, ...]], T]
+    ) -> tuple[T, tuple[Version, ...]]:
+        """``write(engine, history)`` with the record's history read in the same write
+        transaction (so no other writer comes between the check and the write); returns
+        what it returned and the history after it. An exception from it changes nothing."""
+        self._writable(operation)
+        with self._engine_locked() as engine, _write_transaction(engine, operation):
+            done = write(engine, versions.history(engine, tenant, record_id))
+            return done, versions.history(engine, tenant, record_id)
 
     def history(self, *, tenant: str, record_id: str) -> tuple[Version, ...]:
         """Every version of record ``record_id`` of ``tenant``, oldest first: one per
@@ -474,6 +486,55 @@ class ScopedStore:
     def forget(self, *, record_id: str) -> bool:
         return self._store.forget(tenant=self._tenant, record_id=record_id)
 
+    def put_in_revision(
+        self, *, record_id: str, revision: str, kind: str, body: str, source: str, expires_at: int
+    ) -> Version:
+        """put() for a caller bound to ``revision`` (the agent tools): refused with
+        ValidationError (field "record_id"), nothing written, when the record's current
+        version belongs to another revision. The check and the put are one transaction.
+        Returns the version stored."""
+        record = self._store_record(record_id, revision, kind, body, source, expires_at)
+        vector = self._store._vector_of(record, None, "embedding")
+
+        def put(engine: Any, history: tuple[Version, ...]) -> None:
+            latest = history[-1] if history else None
+            if latest is not None and latest.operation == "put" and latest.revision != revision:
+                raise _taken(record.record_id)
+            engine.put(record, vector)
+
+        return self._store._write_checked("put", self._tenant, record.record_id, put)[1][-1]
+
+    def forget_in_revision(self, *, record_id: str, revision: str) -> bool:
+        """forget() for a caller bound to ``revision`` (the agent tools): refused with
+        ValidationError (field "record_id"), nothing erased, when any version of the
+        record that still has its content belongs to another revision, since forget
+        erases them all. The check and the forget are one transaction."""
+        tenant, record_id = validation.record_key(
+            tenant=self._tenant, record_id=record_id, limits=self._store._limits
+        )
+        revision = validation.text("revision", revision)
+
+        def forget(engine: Any, history: tuple[Version, ...]) -> bool:
+            if any(v.revision is not None and v.revision != revision for v in history):
+                raise _taken(record_id)
+            return bool(engine.forget(tenant, record_id))
+
+        return self._store._write_checked("forget", tenant, record_id, forget)[0]
+
+    def _store_record(
+        self, record_id: str, revision: str, kind: str, body: str, source: str, expires_at: int
+    ) -> Record:
+        return validation.record(
+            tenant=self._tenant,
+            record_id=record_id,
+            revision=revision,
+            kind=kind,
+            body=body,
+            source=source,
+            expires_at=expires_at,
+            limits=self._store._limits,
+        )
+
     def history(self, *, record_id: str) -> tuple[Version, ...]:
         return self._store.history(tenant=self._tenant, record_id=record_id)
 
@@ -482,6 +543,28 @@ class ScopedStore:
 
     def verify(self) -> Verification:
         return self._store.verify(tenant=self._tenant)
+
+
+def _taken(record_id: str) -> ValidationError:
+    # Says only that the id is in use outside the bound revision: not which revision, nor
+    # anything stored there. Another tenant's ids are never seen (the scope is per tenant).
+    return ValidationError(
+        "record_id",
+        f"{record_id!r} has versions in another revision here; choose another record_id "
+        "(nothing was changed)",
+    )
+
+
+@contextmanager
+def _write_transaction(engine: Any, operation: str) -> Iterator[None]:
+    """The engine's write transaction; an engine without one (the cluster's, whose writes
+    are statement lists it may replay on a new leader) runs the block as it comes."""
+    begin = getattr(engine, "write_transaction", None)
+    if begin is None:
+        yield
+        return
+    with begin(operation):
+        yield
 
 
 def _checked_retrieval(result: object, eligible: int, limit: int) -> Retrieval:

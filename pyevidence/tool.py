@@ -9,20 +9,20 @@ ignored. This module is the one source of the tools' wording: ``pyevidence mcp``
 serves exactly these descriptions and schemas.
 
 Every tool stays inside the bound revision: hits come only from it, a cited version
-or a history entry stored at another revision is not shown, and the write tools
-refuse a record whose current version belongs to another revision.
+or a history entry stored at another revision is not shown (nor a forgotten one,
+whose revision was erased), put_evidence refuses a record whose current version
+belongs to another revision, and forget_evidence one with any version there; each
+checks and writes in one transaction (ScopedStore.put_in_revision, forget_in_revision).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import astuple
 from typing import Any
 
 from .core import validation
 from .core.errors import ValidationError
-from .core.records import KINDS, Version
-from .storage import versions
+from .core.records import KINDS, VERSION_PATTERN, Version
 from .store import ScopedStore
 
 _RECORD_ID = {"type": "string", "minLength": 1, "description": "the record_id, as returned in a hit"}
@@ -38,7 +38,12 @@ RETRIEVE_TOOL: dict[str, Any] = {
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "words to look for", "minLength": 1},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5},
+            "limit": {
+                "type": "integer",
+                "minimum": validation.LIMIT_MIN,
+                "maximum": validation.LIMIT_MAX,
+                "default": 5,
+            },
         },
         "required": ["query"],
         "additionalProperties": False,
@@ -50,8 +55,7 @@ CITED_VERSION_TOOL: dict[str, Any] = {
     "description": (
         "Show exactly what a hit cited: the record_id and version returned in a hit of "
         "retrieve_evidence resolve to the same body and fields, even after the record was updated. "
-        'status "forgotten" means the record was deleted since (only its hashes remain); '
-        '"unknown" means no such version exists here.'
+        'status "unknown" means no such version exists here, or it was forgotten since.'
     ),
     "input_schema": {
         "type": "object",
@@ -59,7 +63,8 @@ CITED_VERSION_TOOL: dict[str, Any] = {
             "record_id": _RECORD_ID,
             "version": {
                 "type": "string",
-                "pattern": "^[1-9][0-9]*-[0-9a-f]{64}$",
+                # The store's rule; it also bounds seq to 64 bits, which a pattern cannot say.
+                "pattern": f"^{VERSION_PATTERN.pattern}$",
                 "description": "the version, as returned in a hit ('<seq>-<64 hex digits>')",
             },
         },
@@ -201,9 +206,11 @@ def _version_entry(version: Version, now: int) -> dict[str, Any]:
 def _cited_version(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now: int) -> dict[str, Any]:
     record_id = validation.text("record_id", arguments["record_id"])
     found = scoped.get_version(record_id=record_id, version=arguments["version"])
-    if found.version is None or (found.status == "found" and found.version.revision != revision):
+    # Shown only when it is known to be the bound revision's. A forgotten version lost its
+    # revision with its content, so it is "unknown" here, whichever revision it had.
+    if found.status != "found" or found.version is None or found.version.revision != revision:
         return {"status": "unknown", "version": None, "note": NOT_IN_SCOPE}
-    return {"status": found.status, "version": _version_entry(found.version, now)}
+    return {"status": "found", "version": _version_entry(found.version, now)}
 
 
 def _history(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now: int) -> dict[str, Any]:
@@ -212,45 +219,19 @@ def _history(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now:
     return {"record_id": record_id, "versions": [_version_entry(v, now) for v in shown]}
 
 
-def _current_revision(scoped: ScopedStore, record_id: str) -> str | None:
-    """The revision of the record's current version, None when it has none (never stored, forgotten)."""
-    versions = scoped.history(record_id=record_id)
-    latest = versions[-1] if versions else None
-    return latest.revision if latest is not None and latest.operation == "put" else None
-
-
-def _refuse_other_revision(scoped: ScopedStore, record_id: str, revision: str) -> None:
-    current = _current_revision(scoped, record_id)
-    if current is not None and current != revision:
-        raise ValidationError(
-            "record_id",
-            f"{record_id!r} belongs to another revision here; choose another record_id (nothing was changed)",
-        )
-
-
 def _put(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now: int) -> dict[str, Any]:
     del now
-    record = validation.record(tenant=scoped.tenant, revision=revision, **arguments)
-    _refuse_other_revision(scoped, record.record_id, revision)
-    scoped.put(
-        record_id=record.record_id,
-        revision=revision,
-        kind=record.kind,
-        body=record.body,
-        source=record.source,
-        expires_at=record.expires_at,
-    )
-    # The version just stored: the latest one with this content (another writer may have come after).
-    digest = versions.content_hash(*astuple(record))
-    stored = [v for v in scoped.history(record_id=record.record_id) if v.content_hash == digest]
-    return {"stored": True, "record_id": record.record_id, "version": stored[-1].version}
+    stored = scoped.put_in_revision(revision=revision, **arguments)
+    return {"stored": True, "record_id": stored.record_id, "version": stored.version}
 
 
 def _forget(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now: int) -> dict[str, Any]:
     del now
     record_id = validation.text("record_id", arguments["record_id"])
-    _refuse_other_revision(scoped, record_id, revision)
-    return {"forgotten": scoped.forget(record_id=record_id), "record_id": record_id}
+    return {
+        "forgotten": scoped.forget_in_revision(record_id=record_id, revision=revision),
+        "record_id": record_id,
+    }
 
 
 _READ_RUNNERS = {

@@ -262,7 +262,7 @@ def test_write_tools_with_allow_writes_stay_in_scope(tmp_path: Path, engine: str
                 ({**put, "revision": "v2"}, "error: arguments: unknown field(s) revision"),
                 (
                     {**put, "record_id": "queue-v2"},
-                    "error: record_id: 'queue-v2' belongs to another revision",
+                    "error: record_id: 'queue-v2' has versions in another revision",
                 ),
                 ({**put, "kind": "rumour"}, "error: kind: must be one of working, incident, runbook"),
                 ({**put, "expires_at": "soon"}, "error: expires_at: must be an integer, got str"),
@@ -270,7 +270,9 @@ def test_write_tools_with_allow_writes_stay_in_scope(tmp_path: Path, engine: str
                 error, message, _ = await call(session, "put_evidence", refused)
                 assert error and message.startswith(text)
             error, message, _ = await call(session, "forget_evidence", {"record_id": "queue-v2"})
-            assert error and message.startswith("error: record_id: 'queue-v2' belongs to another revision")
+            assert error and message.startswith(
+                "error: record_id: 'queue-v2' has versions in another revision"
+            )
             error, _, forgot = await call(session, "forget_evidence", {"record_id": "disk"})
             assert not error and forgot == {"forgotten": True, "record_id": "disk"}
             _, _, found = await call(session, "retrieve_evidence", {"query": "disk full"})

@@ -101,7 +101,7 @@ def render(name: str, result: dict[str, Any]) -> str:
         if result["status"] == "found":
             found = result["version"]
             return f"found: {found['source']} version {found['version']}: {found['body']}"
-        return result.get("note") or f"{result['status']}: only the hashes of that version remain."
+        return str(result["note"])
     if name == "record_history":
         return f"{len(result['versions'])} version(s) of {result['record_id']} in this scope."
     return json.dumps(result, sort_keys=True)

@@ -46,6 +46,7 @@ class NativeEngine:
         # Collected without close(), the store still closes its connection (close() does it first).
         self._store = ffi.gc(handle[0], lib.evidence_store_close)
         self._sqlite_vec = False
+        self._in_write = False  # inside write_transaction()
         # While opening, every failure is reported as a failure to open this file.
         self._opening: str | None = f"opening {where.shown}"
         self._read_only = read_only
@@ -104,21 +105,39 @@ class NativeEngine:
 
     def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
         operation = "put_many" if len(records) > 1 else "put"
+        if self._in_write:  # inside write_transaction(): its statements only
+            self._put_rows(records, vectors, operation)
+            return
+        with self.write_transaction(operation):
+            self._put_rows(records, vectors, operation)
+
+    def _put_rows(
+        self, records: list[Record], vectors: Sequence[Vector | None] | None, operation: str
+    ) -> None:
+        if vectors is None:
+            self._write(records, operation)
+            return
+        # A vector belongs to the version stored just before it, so each record is
+        # written before the next one's vector.
+        for record, vector in zip(records, vectors, strict=True):
+            self._write([record], operation)
+            if vector is not None:
+                params = (record.tenant, record.record_id, vector.model, vector.dims, vector.blob)
+                self.run(schema.VECTOR_PUT_SQL, params, read_only=False)
+
+    @contextmanager
+    def write_transaction(self, operation: str) -> Iterator[None]:
+        """Reads and writes inside the block are one write transaction (BEGIN IMMEDIATE):
+        no other writer comes between them. An exception rolls all of it back."""
         self._exec("BEGIN IMMEDIATE;", operation)
+        self._in_write = True
         try:
-            if vectors is None:
-                self._write(records, operation)
-            else:
-                # A vector belongs to the version stored just before it, so each
-                # record is written before the next one's vector.
-                for record, vector in zip(records, vectors, strict=True):
-                    self._write([record], operation)
-                    if vector is not None:
-                        params = (record.tenant, record.record_id, vector.model, vector.dims, vector.blob)
-                        self.run(schema.VECTOR_PUT_SQL, params, read_only=False)
+            yield
         except BaseException:
             self._rollback()
             raise
+        finally:
+            self._in_write = False
         rc = lib.evidence_store_exec(self._store, b"COMMIT;", 7)
         if rc != SQLITE_OK:
             message = self._message()

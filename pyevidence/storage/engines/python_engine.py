@@ -62,6 +62,10 @@ class PythonEngine:
         if vector is not None:
             self.put_many([record], [vector])
             return
+        if self._conn.in_transaction:  # inside write_transaction(): its statements only
+            with _sqlite_errors("put", writing=True):
+                self._write([record])
+            return
         # One put is one write, as the native engine's evidence_store_put reports it:
         # its transaction is its own, and a failed commit is a failed put.
         with _sqlite_errors("put", writing=True):
@@ -75,27 +79,50 @@ class PythonEngine:
 
     def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
         operation = "put_many" if len(records) > 1 else "put"
+        if self._conn.in_transaction:  # inside write_transaction(): its statements only
+            with _sqlite_errors(operation, writing=True):
+                self._put_rows(records, vectors)
+            return
         with _sqlite_errors(operation, writing=True):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                if vectors is None:
-                    self._write(records)
-                else:
-                    # A vector belongs to the version stored just before it, so each
-                    # record is written before the next one's vector.
-                    for record, vector in zip(records, vectors, strict=True):
-                        self._write([record])
-                        if vector is not None:
-                            self._conn.execute(schema.VECTOR_PUT_SQL, _vector_params(record, vector))
+                self._put_rows(records, vectors)
             except BaseException:
                 self._rollback()
                 raise
+        self._commit(operation)
+
+    def _put_rows(self, records: list[Record], vectors: Sequence[Vector | None] | None) -> None:
+        if vectors is None:
+            self._write(records)
+            return
+        # A vector belongs to the version stored just before it, so each record is
+        # written before the next one's vector.
+        for record, vector in zip(records, vectors, strict=True):
+            self._write([record])
+            if vector is not None:
+                self._conn.execute(schema.VECTOR_PUT_SQL, _vector_params(record, vector))
+
+    def _commit(self, operation: str) -> None:
         with _sqlite_errors(operation, writing=True, during=" while committing"):
             try:
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._rollback()  # SQLite may keep the transaction open after a failed COMMIT
                 raise
+
+    @contextmanager
+    def write_transaction(self, operation: str) -> Iterator[None]:
+        """Reads and writes inside the block are one write transaction (BEGIN IMMEDIATE):
+        no other writer comes between them. An exception rolls all of it back."""
+        with _sqlite_errors(operation, writing=True):
+            self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._rollback()
+            raise
+        self._commit(operation)
 
     def _rollback(self) -> None:
         """Ends the open transaction, if an error has not already ended it."""
