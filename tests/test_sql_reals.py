@@ -52,7 +52,8 @@ def raw_put(store: EvidenceStore, expires_at: Any) -> str | None:
         if store.engine == "native":
             store._engine.run(schema.PUT_SQL, params, read_only=False)
         else:
-            store._engine._conn.execute(schema.PUT_SQL, params)
+            # numbered placeholders take a mapping (a sequence is deprecated since Python 3.12)
+            store._engine._conn.execute(schema.PUT_SQL, {str(n): v for n, v in enumerate(params, 1)})
     except (StoreError, sqlite3.Error) as exc:
         return str(exc)
     return None

@@ -58,7 +58,7 @@ def write_through_trigger(path: Path, ops: list[Any]) -> None:
     try:
         for op in ops:
             if op[0] == "forget":
-                conn.execute(schema.FORGET_SQL, (op[1], op[2]))
+                conn.execute(schema.FORGET_SQL, {"1": op[1], "2": op[2]})
                 continue
             conn.execute("BEGIN IMMEDIATE")
             for r in [op[1]] if op[0] == "put" else op[1]:
