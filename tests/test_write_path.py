@@ -62,17 +62,10 @@ def write_through_trigger(path: Path, ops: list[Any]) -> None:
                 continue
             conn.execute("BEGIN IMMEDIATE")
             for r in [op[1]] if op[0] == "put" else op[1]:
+                fields = ("tenant", "record_id", "revision", "kind", "body", "source", "expires_at")
                 conn.execute(
-                    schema.PUT_SQL,
-                    (
-                        r["tenant"],
-                        r["record_id"],
-                        r["revision"],
-                        r["kind"],
-                        r["body"],
-                        r["source"],
-                        r["expires_at"],
-                    ),
+                    schema.PUT_SQL,  # numbered placeholders: a mapping, as Python 3.12+ wants
+                    {str(n): r[name] for n, name in enumerate(fields, 1)},
                 )
             conn.execute("COMMIT")
     finally:
