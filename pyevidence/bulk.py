@@ -32,6 +32,7 @@ import io
 import json
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -236,7 +237,10 @@ def check_dir(
     for number, path in enumerate(files, start=1):
         relative = path.relative_to(root).as_posix()
         try:
-            body = path.read_bytes().decode("utf-8")
+            body = _read_document(root, path).decode("utf-8")
+        except _NotADocument as exc:
+            problems.append(Problem(relative, None, str(exc)))
+            continue
         except UnicodeDecodeError as exc:
             problems.append(Problem(relative, "body", f"is not UTF-8 text (byte {exc.start})"))
             continue
@@ -376,13 +380,17 @@ def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
         except json.JSONDecodeError as exc:
             yield where, Problem(where, None, f"is not valid JSON ({exc.msg}, column {exc.colno})")
             continue
+        except (ValueError, RecursionError):  # a number over the int digit limit, or nesting too deep
+            yield where, Problem(where, None, "is not valid JSON (a number too long or nesting too deep)")
+            continue
         if not isinstance(value, dict):
             yield where, Problem(where, None, f"must be a JSON object, got {type(value).__name__}")
             continue
         yield where, value
 
 
-_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+# At most 19 digits: a bigger number is out of range anyway, and int() of a huge one raises.
+_WHOLE_NUMBER = re.compile(r"-?[0-9]{1,19}")
 
 
 def _csv_rows(handle: IO[bytes]) -> Iterator[Row]:
@@ -524,6 +532,34 @@ def _documents(root: Path) -> list[Path]:
             if not name.startswith(".") and name.lower().endswith(DOCUMENT_SUFFIXES):
                 found.append(Path(folder) / name)
     return sorted(found, key=lambda path: path.relative_to(root).as_posix())
+
+
+class _NotADocument(Exception):
+    """A folder entry that is not a regular file inside the folder; says why."""
+
+
+def _read_document(root: Path, path: Path) -> bytes:
+    # Symlinks may not lead outside the folder; FIFOs, sockets and devices are not documents
+    # (O_NONBLOCK so that opening a FIFO cannot hang; the type is checked on the opened descriptor).
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise _NotADocument(f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+    if not target.is_relative_to(root.resolve()):
+        raise _NotADocument("is a symlink leading outside the folder; copy the file in instead")
+    try:
+        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise _NotADocument(f"cannot be read ({exc.strerror})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _NotADocument("is not a regular file (a FIFO, socket or device); only files are imported")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    except OSError as exc:
+        raise _NotADocument(f"cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
 
 
 def _is_current(store: EvidenceStore, record: Record) -> bool:
