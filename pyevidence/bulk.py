@@ -211,7 +211,7 @@ def check_file(
         tenant = validation.tenant(tenant, limits)
     with _opened(source) as handle:
         size = _size_of(handle)
-        rows = _jsonl_rows(handle) if chosen == "jsonl" else _csv_rows(handle)
+        rows = _jsonl_rows(handle) if chosen == "jsonl" else _csv_rows(handle, limits)
         records, wheres, problems = _checked(limits, rows, tenant, handle, size, progress)
     if problems:
         raise ImportRefused(name, problems)
@@ -393,8 +393,11 @@ def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
 _WHOLE_NUMBER = re.compile(r"-?[0-9]{1,19}")
 
 
-def _csv_rows(handle: IO[bytes]) -> Iterator[Row]:
+def _csv_rows(handle: IO[bytes], limits: Limits) -> Iterator[Row]:
     text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")  # spreadsheets write a BOM
+    # A field may be as long as a body put() accepts (limits count bytes, csv counts characters);
+    # the csv limit is process-wide, so the previous one is restored when reading ends.
+    previous_limit = csv.field_size_limit(max(limits.max_body_bytes, csv.field_size_limit()))
     try:
         reader = csv.reader(text, strict=True)
         try:
@@ -437,6 +440,7 @@ def _csv_rows(handle: IO[bytes]) -> Iterator[Row]:
                 continue
             yield where, fields
     finally:
+        csv.field_size_limit(previous_limit)
         text.detach()  # the caller closes the file it opened
 
 

@@ -105,3 +105,16 @@ def test_cli_hostile_files_exit_2_without_a_traceback(tmp_path: Path) -> None:
             assert done.returncode == 2, (engine, args, done.stderr)
             assert "Traceback" not in done.stderr and "nothing was written" in done.stderr
     assert not db.exists()
+
+
+def test_a_csv_body_under_the_body_limit_is_read_and_the_csv_limit_restored(open_store: Any) -> None:
+    import csv
+
+    store = open_store()
+    before = csv.field_size_limit()
+    body = "x" * 200_000  # over csv's default 131072, under max_body_bytes (1 MiB)
+    data = f"tenant,record_id,revision,kind,body,source,expires_at\na,r,v1,runbook,{body},s,9\n"
+    report = bulk.import_file(store, io.BytesIO(data.encode()), format="csv")
+    assert report.written == 1
+    assert store.history(tenant="a", record_id="r")[-1].body == body
+    assert csv.field_size_limit() == before
