@@ -365,6 +365,18 @@ def _size_of(handle: IO[bytes]) -> int | None:
 Row = tuple[str, dict[str, Any] | Problem]
 
 
+class _RepeatedKey(Exception):
+    """A JSON object names a key twice; json.loads would silently keep the last."""
+
+
+def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        keys = [key for key, _ in pairs]
+        raise _RepeatedKey(next(key for index, key in enumerate(keys) if key in keys[:index]))
+    return value
+
+
 def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
     for number, raw in enumerate(handle, start=1):
         where = f"line {number}"
@@ -376,7 +388,10 @@ def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
         if not line.strip():
             continue  # blank lines (a trailing newline, spacing) are not records
         try:
-            value = json.loads(line)
+            value = json.loads(line, object_pairs_hook=_object_without_repeats)
+        except _RepeatedKey as exc:
+            yield where, Problem(where, None, f"names the key {exc.args[0]!r} twice; give each field once")
+            continue
         except json.JSONDecodeError as exc:
             yield where, Problem(where, None, f"is not valid JSON ({exc.msg}, column {exc.colno})")
             continue

@@ -118,3 +118,9 @@ def test_a_csv_body_under_the_body_limit_is_read_and_the_csv_limit_restored(open
     assert report.written == 1
     assert store.history(tenant="a", record_id="r")[-1].body == body
     assert csv.field_size_limit() == before
+
+
+def test_a_jsonl_line_naming_a_key_twice_is_a_bad_line(open_store: Any) -> None:
+    store = open_store()
+    data = ('{"tenant":"b",' + GOOD + ',"expires_at":9}\n').encode()
+    assert refused(store, data, "jsonl") == ["line 1: names the key 'tenant' twice; give each field once"]
