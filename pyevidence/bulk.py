@@ -32,6 +32,7 @@ import io
 import json
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -210,7 +211,7 @@ def check_file(
         tenant = validation.tenant(tenant, limits)
     with _opened(source) as handle:
         size = _size_of(handle)
-        rows = _jsonl_rows(handle) if chosen == "jsonl" else _csv_rows(handle)
+        rows = _jsonl_rows(handle) if chosen == "jsonl" else _csv_rows(handle, limits)
         records, wheres, problems = _checked(limits, rows, tenant, handle, size, progress)
     if problems:
         raise ImportRefused(name, problems)
@@ -236,7 +237,10 @@ def check_dir(
     for number, path in enumerate(files, start=1):
         relative = path.relative_to(root).as_posix()
         try:
-            body = path.read_bytes().decode("utf-8")
+            body = _read_document(root, path).decode("utf-8")
+        except _NotADocument as exc:
+            problems.append(Problem(relative, None, str(exc)))
+            continue
         except UnicodeDecodeError as exc:
             problems.append(Problem(relative, "body", f"is not UTF-8 text (byte {exc.start})"))
             continue
@@ -361,6 +365,18 @@ def _size_of(handle: IO[bytes]) -> int | None:
 Row = tuple[str, dict[str, Any] | Problem]
 
 
+class _RepeatedKey(Exception):
+    """A JSON object names a key twice; json.loads would silently keep the last."""
+
+
+def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        keys = [key for key, _ in pairs]
+        raise _RepeatedKey(next(key for index, key in enumerate(keys) if key in keys[:index]))
+    return value
+
+
 def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
     for number, raw in enumerate(handle, start=1):
         where = f"line {number}"
@@ -372,9 +388,15 @@ def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
         if not line.strip():
             continue  # blank lines (a trailing newline, spacing) are not records
         try:
-            value = json.loads(line)
+            value = json.loads(line, object_pairs_hook=_object_without_repeats)
+        except _RepeatedKey as exc:
+            yield where, Problem(where, None, f"names the key {exc.args[0]!r} twice; give each field once")
+            continue
         except json.JSONDecodeError as exc:
             yield where, Problem(where, None, f"is not valid JSON ({exc.msg}, column {exc.colno})")
+            continue
+        except (ValueError, RecursionError):  # a number over the int digit limit, or nesting too deep
+            yield where, Problem(where, None, "is not valid JSON (a number too long or nesting too deep)")
             continue
         if not isinstance(value, dict):
             yield where, Problem(where, None, f"must be a JSON object, got {type(value).__name__}")
@@ -382,11 +404,15 @@ def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
         yield where, value
 
 
-_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+# At most 19 digits: a bigger number is out of range anyway, and int() of a huge one raises.
+_WHOLE_NUMBER = re.compile(r"-?[0-9]{1,19}")
 
 
-def _csv_rows(handle: IO[bytes]) -> Iterator[Row]:
+def _csv_rows(handle: IO[bytes], limits: Limits) -> Iterator[Row]:
     text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")  # spreadsheets write a BOM
+    # A field may be as long as a body put() accepts (limits count bytes, csv counts characters);
+    # the csv limit is process-wide, so the previous one is restored when reading ends.
+    previous_limit = csv.field_size_limit(max(limits.max_body_bytes, csv.field_size_limit()))
     try:
         reader = csv.reader(text, strict=True)
         try:
@@ -429,6 +455,7 @@ def _csv_rows(handle: IO[bytes]) -> Iterator[Row]:
                 continue
             yield where, fields
     finally:
+        csv.field_size_limit(previous_limit)
         text.detach()  # the caller closes the file it opened
 
 
@@ -524,6 +551,34 @@ def _documents(root: Path) -> list[Path]:
             if not name.startswith(".") and name.lower().endswith(DOCUMENT_SUFFIXES):
                 found.append(Path(folder) / name)
     return sorted(found, key=lambda path: path.relative_to(root).as_posix())
+
+
+class _NotADocument(Exception):
+    """A folder entry that is not a regular file inside the folder; says why."""
+
+
+def _read_document(root: Path, path: Path) -> bytes:
+    # Symlinks may not lead outside the folder; FIFOs, sockets and devices are not documents
+    # (O_NONBLOCK so that opening a FIFO cannot hang; the type is checked on the opened descriptor).
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise _NotADocument(f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+    if not target.is_relative_to(root.resolve()):
+        raise _NotADocument("is a symlink leading outside the folder; copy the file in instead")
+    try:
+        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise _NotADocument(f"cannot be read ({exc.strerror})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _NotADocument("is not a regular file (a FIFO, socket or device); only files are imported")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    except OSError as exc:
+        raise _NotADocument(f"cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
 
 
 def _is_current(store: EvidenceStore, record: Record) -> bool:

@@ -1,0 +1,126 @@
+"""Hostile import files: each gives a clear per-line or per-file error, no traceback, nothing written."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyevidence import bulk
+
+CLI = [sys.executable, "-m", "pyevidence"]
+GOOD = '"tenant":"a","record_id":"r","revision":"v1","kind":"runbook","body":"b","source":"s"'
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, check=False, timeout=60)
+
+
+def refused(store: Any, data: bytes, format: str) -> list[str]:
+    with pytest.raises(bulk.ImportRefused) as caught:
+        bulk.import_file(store, io.BytesIO(data), format=format)
+    return [str(p) for p in caught.value.problems]
+
+
+def test_a_huge_number_or_deep_nesting_in_jsonl_is_a_bad_line(open_store: Any) -> None:
+    store = open_store()
+    huge = ("{" + GOOD + ',"expires_at":' + "9" * 5000 + "}\n").encode()
+    deep = b"[" * 100000 + b"]" * 100000 + b"\n"
+    for data in (huge, deep):
+        problems = refused(store, data, "jsonl")
+        assert problems == ["line 1: is not valid JSON (a number too long or nesting too deep)"]
+    assert store.history(tenant="a", record_id="r") == ()
+
+
+def test_a_huge_number_in_csv_is_a_bad_field(open_store: Any) -> None:
+    store = open_store()
+    data = "tenant,record_id,revision,kind,body,source,expires_at\na,r,v1,runbook,b,s," + "9" * 5000 + "\n"
+    problems = refused(store, data.encode(), "csv")
+    assert len(problems) == 1 and problems[0].startswith("line 2: expires_at: must be a whole number")
+
+
+def documents(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("restart the consumer\n", encoding="utf-8")
+    (tmp_path / "secret.txt").write_text("outside\n", encoding="utf-8")
+    os.mkfifo(docs / "pipe.md")
+    (docs / "broken.md").symlink_to(tmp_path / "nonexistent")
+    (docs / "outside.txt").symlink_to(tmp_path / "secret.txt")
+    (docs / "inside.md").symlink_to(docs / "good.md")
+    return docs
+
+
+def test_a_folder_imports_regular_files_only_and_no_symlink_out_of_it(
+    open_store: Any, tmp_path: Path
+) -> None:
+    store = open_store()
+    docs = documents(tmp_path)
+    with pytest.raises(bulk.ImportRefused) as caught:
+        bulk.import_dir(store, docs, tenant="a", kind="runbook", revision="v1", expires_at=9)
+    problems = [str(p) for p in caught.value.problems]
+    assert problems[0].startswith("broken.md: cannot be read (")
+    assert problems[1:] == [
+        "outside.txt: is a symlink leading outside the folder; copy the file in instead",
+        "pipe.md: is not a regular file (a FIFO, socket or device); only files are imported",
+    ]
+    assert store.history(tenant="a", record_id="good.md") == ()
+
+
+def test_cli_hostile_files_exit_2_without_a_traceback(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    huge = tmp_path / "huge.jsonl"
+    huge.write_text("{" + GOOD + ',"expires_at":' + "9" * 5000 + "}\n", encoding="utf-8")
+    deep = tmp_path / "deep.jsonl"
+    deep.write_bytes(b"[" * 100000 + b"]" * 100000 + b"\n")
+    big_csv = tmp_path / "big.csv"
+    big_csv.write_text(
+        "tenant,record_id,revision,kind,body,source,expires_at\na,r,v1,runbook,b,s," + "9" * 5000 + "\n",
+        encoding="utf-8",
+    )
+    docs = documents(tmp_path)
+    runs = [[str(p)] for p in (huge, deep, big_csv)]
+    runs.append(
+        [
+            "--from-dir",
+            str(docs),
+            "--tenant",
+            "a",
+            "--kind",
+            "runbook",
+            "--revision",
+            "v1",
+            "--expires-at",
+            "9",
+        ]
+    )
+    for engine in ("python", "native"):
+        for args in runs:
+            done = cli("import", "--db", str(db), "--engine", engine, *args, "--dry-run")
+            assert done.returncode == 2, (engine, args, done.stderr)
+            assert "Traceback" not in done.stderr and "nothing was written" in done.stderr
+    assert not db.exists()
+
+
+def test_a_csv_body_under_the_body_limit_is_read_and_the_csv_limit_restored(open_store: Any) -> None:
+    import csv
+
+    store = open_store()
+    before = csv.field_size_limit()
+    body = "x" * 200_000  # over csv's default 131072, under max_body_bytes (1 MiB)
+    data = f"tenant,record_id,revision,kind,body,source,expires_at\na,r,v1,runbook,{body},s,9\n"
+    report = bulk.import_file(store, io.BytesIO(data.encode()), format="csv")
+    assert report.written == 1
+    assert store.history(tenant="a", record_id="r")[-1].body == body
+    assert csv.field_size_limit() == before
+
+
+def test_a_jsonl_line_naming_a_key_twice_is_a_bad_line(open_store: Any) -> None:
+    store = open_store()
+    data = ('{"tenant":"b",' + GOOD + ',"expires_at":9}\n').encode()
+    assert refused(store, data, "jsonl") == ["line 1: names the key 'tenant' twice; give each field once"]
