@@ -1,4 +1,4 @@
--- pyevidence schema, version 4. The one definition of the storage layout:
+-- pyevidence schema, version 5. The one definition of the storage layout:
 -- both engines execute this file as-is, and so can a plain SQL user whose
 -- connection has the pyevidence extension loaded (the triggers call its
 -- evidence_sha256() and evidence_utf8_valid()):
@@ -318,4 +318,159 @@ BEGIN
   DELETE FROM evidence_vectors WHERE tenant = OLD.tenant AND record_id = OLD.record_id;
 END;
 
-PRAGMA user_version = 4;
+-- The token index (schema version 5; docs/index.md). Derived data: it holds
+-- nothing that evidence does not, and `pyevidence reindex` rebuilds it from
+-- evidence alone. It lets retrieve read the postings of the query's tokens
+-- instead of every eligible row, with the same hits (tests/test_index.py).
+-- Every write of evidence changes it in the same statement: the triggers below
+-- for raw SQL (and forget), pyevidence's own writer (evidence_writer_vouches()
+-- is 1) for put and put_many, by the same rules:
+--   * each (tenant, revision) is a scope, numbered 1, 2, ... in order of first
+--     use (max + 1); a scope's row stays when its last record goes;
+--   * a current row has a document number in its scope, the scope's next_doc
+--     when it enters the scope; a new version in the same scope keeps it, a
+--     move to another revision or a forget frees it (numbers are not reused:
+--     `pyevidence reindex` renumbers densely);
+--   * postings: for each distinct token of the body (the token rule,
+--     pyevidence/core/tokens.py), the document's bit in the docset of
+--     (scope, token, doc >> 12); a docset holds the numbers doc & 4095 of one
+--     chunk of 4096 documents, as evidence_docset_*() encode it: 1 to 255
+--     numbers as that many little-endian uint16, ascending; 256 or more as a
+--     512-byte bitset (bit n is byte n >> 3, bit n & 7); never empty (the row goes);
+--   * expiry counts: for each level 0..7, the number of the scope's rows whose
+--     expires_at >> (8 * level) is bucket, so that the rows with expires_at <= now
+--     are counted from at most 8 * 255 + 1 rows, without reading the records;
+--   * a batch (put_many) applies these rules to the last version of each of its
+--     records, in evidence's primary-key order.
+CREATE TABLE IF NOT EXISTS evidence_index_scopes (
+  tenant   TEXT    NOT NULL,
+  revision TEXT    NOT NULL,
+  scope    INTEGER NOT NULL UNIQUE CHECK (scope >= 1),
+  docs     INTEGER NOT NULL CHECK (docs >= 0),      -- current rows in the scope
+  next_doc INTEGER NOT NULL CHECK (next_doc >= docs), -- the number the next row gets
+  PRIMARY KEY (tenant, revision)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS evidence_index_docs (
+  scope      INTEGER NOT NULL,
+  record_id  TEXT    NOT NULL,
+  doc        INTEGER NOT NULL CHECK (doc >= 0),
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (scope, record_id)
+) STRICT, WITHOUT ROWID;
+
+-- From a document number to its record (and whether it has expired).
+CREATE INDEX IF NOT EXISTS evidence_index_docs_by_number ON evidence_index_docs (scope, doc, expires_at);
+
+CREATE TABLE IF NOT EXISTS evidence_index_postings (
+  scope INTEGER NOT NULL,
+  token TEXT    NOT NULL,
+  chunk INTEGER NOT NULL CHECK (chunk >= 0),
+  docs  BLOB    NOT NULL,
+  PRIMARY KEY (scope, token, chunk)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS evidence_index_expiry (
+  scope  INTEGER NOT NULL,
+  level  INTEGER NOT NULL CHECK (level BETWEEN 0 AND 7),
+  bucket INTEGER NOT NULL CHECK (bucket >= 0),
+  rows   INTEGER NOT NULL CHECK (rows >= 1),
+  PRIMARY KEY (scope, level, bucket)
+) STRICT, WITHOUT ROWID;
+
+-- The two steps every write of a current row is made of, each defined once:
+-- INSERT INTO evidence_index_add enters a current row into the index, INSERT INTO
+-- evidence_index_remove takes it out (keep = 1: its document number stays,
+-- because the row's next version enters the same scope at once).
+CREATE VIEW IF NOT EXISTS evidence_index_add AS
+  SELECT tenant, revision, record_id, expires_at, body FROM evidence;
+
+CREATE VIEW IF NOT EXISTS evidence_index_remove AS
+  SELECT tenant, revision, record_id, expires_at, body, 0 AS keep FROM evidence;
+
+CREATE TRIGGER IF NOT EXISTS evidence_index_adds INSTEAD OF INSERT ON evidence_index_add
+BEGIN
+  INSERT INTO evidence_index_scopes (tenant, revision, scope, docs, next_doc)
+    SELECT NEW.tenant, NEW.revision, coalesce(max(scope), 0) + 1, 0, 0 FROM evidence_index_scopes WHERE true
+    ON CONFLICT (tenant, revision) DO NOTHING;
+  INSERT INTO evidence_index_docs (scope, record_id, doc, expires_at)
+    SELECT scope, NEW.record_id, next_doc, NEW.expires_at FROM evidence_index_scopes
+     WHERE tenant = NEW.tenant AND revision = NEW.revision
+    ON CONFLICT (scope, record_id) DO UPDATE SET expires_at = excluded.expires_at;
+  -- A row that was just given next_doc (a kept one has a smaller number) counts.
+  UPDATE evidence_index_scopes SET docs = docs + 1, next_doc = next_doc + 1
+   WHERE tenant = NEW.tenant AND revision = NEW.revision
+     AND next_doc = (SELECT d.doc FROM evidence_index_docs AS d
+                      WHERE d.scope = evidence_index_scopes.scope AND d.record_id = NEW.record_id);
+  INSERT INTO evidence_index_postings (scope, token, chunk, docs)
+    SELECT d.scope, t.value, d.doc >> 12, evidence_docset_with(NULL, d.doc & 4095)
+      FROM evidence_index_scopes AS s
+      JOIN evidence_index_docs AS d ON d.scope = s.scope AND d.record_id = NEW.record_id
+      JOIN json_each(evidence_token_list(NEW.body)) AS t
+     WHERE s.tenant = NEW.tenant AND s.revision = NEW.revision
+    ON CONFLICT (scope, token, chunk) DO UPDATE SET docs = evidence_docset_union(docs, excluded.docs);
+  INSERT INTO evidence_index_expiry (scope, level, bucket, rows)
+    SELECT s.scope, l.value, NEW.expires_at >> (8 * l.value), 1
+      FROM evidence_index_scopes AS s JOIN json_each('[0,1,2,3,4,5,6,7]') AS l
+     WHERE s.tenant = NEW.tenant AND s.revision = NEW.revision
+    ON CONFLICT (scope, level, bucket) DO UPDATE SET rows = rows + 1;
+END;
+
+CREATE TRIGGER IF NOT EXISTS evidence_index_removes INSTEAD OF INSERT ON evidence_index_remove
+BEGIN
+  UPDATE evidence_index_postings
+     SET docs = evidence_docset_without(docs, (
+           SELECT d.doc & 4095 FROM evidence_index_scopes AS s JOIN evidence_index_docs AS d USING (scope)
+            WHERE s.tenant = NEW.tenant AND s.revision = NEW.revision AND d.record_id = NEW.record_id))
+   WHERE (scope, chunk) = (SELECT s.scope, d.doc >> 12
+                             FROM evidence_index_scopes AS s JOIN evidence_index_docs AS d USING (scope)
+                            WHERE s.tenant = NEW.tenant AND s.revision = NEW.revision
+                              AND d.record_id = NEW.record_id)
+     AND token IN (SELECT value FROM json_each(evidence_token_list(NEW.body)));
+  DELETE FROM evidence_index_postings
+   WHERE (scope, chunk) = (SELECT s.scope, d.doc >> 12
+                             FROM evidence_index_scopes AS s JOIN evidence_index_docs AS d USING (scope)
+                            WHERE s.tenant = NEW.tenant AND s.revision = NEW.revision
+                              AND d.record_id = NEW.record_id)
+     AND token IN (SELECT value FROM json_each(evidence_token_list(NEW.body))) AND docs = x'';
+  DELETE FROM evidence_index_expiry
+   WHERE scope = (SELECT scope FROM evidence_index_scopes WHERE tenant = NEW.tenant AND revision = NEW.revision)
+     AND (level, bucket) IN (SELECT value, NEW.expires_at >> (8 * value) FROM json_each('[0,1,2,3,4,5,6,7]'))
+     AND rows = 1;
+  UPDATE evidence_index_expiry SET rows = rows - 1
+   WHERE scope = (SELECT scope FROM evidence_index_scopes WHERE tenant = NEW.tenant AND revision = NEW.revision)
+     AND (level, bucket) IN (SELECT value, NEW.expires_at >> (8 * value) FROM json_each('[0,1,2,3,4,5,6,7]'));
+  DELETE FROM evidence_index_docs
+   WHERE NOT NEW.keep AND record_id = NEW.record_id
+     AND scope = (SELECT scope FROM evidence_index_scopes WHERE tenant = NEW.tenant AND revision = NEW.revision);
+  UPDATE evidence_index_scopes SET docs = docs - 1
+   WHERE NOT NEW.keep AND tenant = NEW.tenant AND revision = NEW.revision;
+END;
+
+-- Raw SQL writes (evidence_put's trigger, forget's DELETE) keep the index in step,
+-- in the same statement; pyevidence's own writer does the same itself, a batch at a time.
+CREATE TRIGGER IF NOT EXISTS evidence_index_follows_inserts AFTER INSERT ON evidence
+WHEN NOT evidence_writer_vouches()
+BEGIN
+  INSERT INTO evidence_index_add (tenant, revision, record_id, expires_at, body)
+  VALUES (NEW.tenant, NEW.revision, NEW.record_id, NEW.expires_at, NEW.body);
+END;
+
+CREATE TRIGGER IF NOT EXISTS evidence_index_follows_updates AFTER UPDATE ON evidence
+WHEN NOT evidence_writer_vouches()
+BEGIN
+  INSERT INTO evidence_index_remove (tenant, revision, record_id, expires_at, body, keep)
+  VALUES (OLD.tenant, OLD.revision, OLD.record_id, OLD.expires_at, OLD.body,
+          OLD.tenant = NEW.tenant AND OLD.revision = NEW.revision AND OLD.record_id = NEW.record_id);
+  INSERT INTO evidence_index_add (tenant, revision, record_id, expires_at, body)
+  VALUES (NEW.tenant, NEW.revision, NEW.record_id, NEW.expires_at, NEW.body);
+END;
+
+CREATE TRIGGER IF NOT EXISTS evidence_index_follows_deletes AFTER DELETE ON evidence
+WHEN NOT evidence_writer_vouches()
+BEGIN
+  INSERT INTO evidence_index_remove (tenant, revision, record_id, expires_at, body, keep)
+  VALUES (OLD.tenant, OLD.revision, OLD.record_id, OLD.expires_at, OLD.body, 0);
+END;
+
+PRAGMA user_version = 5;

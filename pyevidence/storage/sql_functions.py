@@ -12,6 +12,8 @@ from __future__ import annotations
 import sqlite3
 
 from ..core.hashing import sha256_fields
+from ..core.tokens import token_set
+from .index import docsets
 
 
 def utf8_valid(value: bytes | str | int | float | None) -> int | None:
@@ -33,9 +35,23 @@ def not_vouching() -> int:
     return 0
 
 
+def token_list(text: object) -> str | None:
+    """evidence_token_list(text): the distinct tokens of ``text`` (the token rule) as a
+    JSON array, ascending; NULL for NULL. The index's triggers read it with json_each."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise TypeError(f"evidence_token_list() takes text, not {type(text).__name__}")
+    return "[" + ",".join(f'"{token}"' for token in sorted(token_set(text))) + "]"
+
+
 def register(conn: sqlite3.Connection) -> None:
-    """Registers evidence_sha256(), evidence_utf8_valid() and evidence_writer_vouches()
-    on a stdlib connection."""
+    """Registers evidence_sha256(), evidence_utf8_valid(), evidence_writer_vouches(), and the
+    token index's evidence_token_list() and evidence_docset_*() on a stdlib connection."""
     conn.create_function("evidence_sha256", -1, sha256_fields, deterministic=True)
     conn.create_function("evidence_utf8_valid", 1, utf8_valid, deterministic=True)
     conn.create_function("evidence_writer_vouches", 0, not_vouching)
+    conn.create_function("evidence_token_list", 1, token_list, deterministic=True)
+    conn.create_function("evidence_docset_with", 2, docsets.with_doc, deterministic=True)
+    conn.create_function("evidence_docset_without", 2, docsets.without_doc, deterministic=True)
+    conn.create_function("evidence_docset_union", 2, docsets.union, deterministic=True)

@@ -1,0 +1,1 @@
+"""The token index (schema.sql, "The token index"; docs/index.md)."""

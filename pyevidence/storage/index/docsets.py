@@ -1,0 +1,98 @@
+"""Docsets: the sets of document numbers of one chunk, as the index stores them.
+
+One encoding, defined in schema.sql ("The token index") and implemented twice: here
+for the Python engine and in csrc/evidence_docset.c for the native one
+(tests/test_index_docsets.py proves the two byte for byte equal). A chunk holds
+the document numbers 0..4095 of 4096 documents. A set of 1 to 255 numbers is
+that many little-endian uint16, ascending; 256 or more is a 512-byte bitset,
+bit n in byte n >> 3 at bit n & 7. The encoding depends on the set only, so
+every writer that holds the same set writes the same bytes. The empty set is
+b"" (the index deletes a row whose set becomes empty).
+"""
+
+from __future__ import annotations
+
+from array import array
+
+CHUNK_BITS = 12
+CHUNK_DOCS = 1 << CHUNK_BITS  # 4096 documents per chunk
+BITSET_BYTES = CHUNK_DOCS // 8  # 512
+MAX_LISTED = BITSET_BYTES // 2 - 1  # 255: up to this many numbers are listed, more are a bitset
+
+
+class DocsetError(ValueError):
+    """A blob that is not a docset, or a number outside a chunk."""
+
+
+def decode(blob: bytes | None) -> int:
+    """The set in ``blob`` as an int whose bit n is document n (None: the empty set)."""
+    if not blob:
+        return 0
+    if len(blob) == BITSET_BYTES:
+        bits = int.from_bytes(blob, "little")
+        if bits.bit_count() <= MAX_LISTED:
+            raise DocsetError("not a docset: a bitset of 255 numbers or fewer should be a list")
+        return bits
+    if len(blob) % 2 or len(blob) > 2 * MAX_LISTED:
+        raise DocsetError(f"not a docset: {len(blob)} bytes")
+    numbers = array("H", blob)
+    if array("H").itemsize != 2:  # pragma: no cover - every CPython platform has 2-byte H
+        raise DocsetError("this platform has no 16-bit array type")
+    if _big_endian():
+        numbers.byteswap()
+    bits = 0
+    previous = -1
+    for n in numbers:
+        if n <= previous or n >= CHUNK_DOCS:
+            raise DocsetError("not a docset: its numbers are not ascending below 4096")
+        bits |= 1 << n
+        previous = n
+    return bits
+
+
+def encode(bits: int) -> bytes:
+    """The canonical docset of the set whose bit n is document n."""
+    if bits < 0 or bits >> CHUNK_DOCS:
+        raise DocsetError("a docset holds document numbers 0..4095 only")
+    count = bits.bit_count()
+    if count > MAX_LISTED:
+        return bits.to_bytes(BITSET_BYTES, "little")
+    out = bytearray()
+    while bits:
+        low = bits & -bits
+        out += (low.bit_length() - 1).to_bytes(2, "little")
+        bits ^= low
+    return bytes(out)
+
+
+def _number(n: object) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n < CHUNK_DOCS:
+        raise DocsetError(f"a document number in a chunk is an integer from 0 to {CHUNK_DOCS - 1}, not {n!r}")
+    return n
+
+
+def _blob(value: object) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    raise DocsetError(f"a docset is a blob or NULL, not {type(value).__name__}")
+
+
+def with_doc(blob: object, n: object) -> bytes:
+    """evidence_docset_with(docs, n): ``docs`` (NULL: empty) with document n added."""
+    return encode(decode(_blob(blob)) | 1 << _number(n))
+
+
+def without_doc(blob: object, n: object) -> bytes:
+    """evidence_docset_without(docs, n): ``docs`` without document n (b"" when none is left)."""
+    return encode(decode(_blob(blob)) & ~(1 << _number(n)))
+
+
+def union(a: object, b: object) -> bytes:
+    """evidence_docset_union(a, b): every document of either (NULL: empty)."""
+    return encode(decode(_blob(a)) | decode(_blob(b)))
+
+
+def _big_endian() -> bool:
+    import sys
+
+    return sys.byteorder == "big"
