@@ -20,7 +20,8 @@
 ** replaced record's vector, still run.
 ** The statements are pyevidence/storage/schema.py's VERSION_APPEND_SQL and
 ** CURRENT_UPSERT_SQL, which the Python engine runs (a test keeps them equal).
-** An index of the current rows (issue 17) hooks in at batchWriteCurrent.
+** Each current row also goes into the token index (evidence_index_write.c),
+** in the same order, before it is written.
 */
 #include "evidence_batch.h"
 
@@ -28,6 +29,7 @@
 #include <string.h>
 
 #include "evidence_hash.h"
+#include "evidence_index_write.h"
 
 enum { BATCH_HEAD, BATCH_SEQ, BATCH_VERSION, BATCH_CURRENT, N_BATCH_STMT };
 
@@ -51,6 +53,7 @@ static const char *const azBatchSql[N_BATCH_STMT] = {
 
 struct EvidenceBatch {
   sqlite3_stmt *aStmt[N_BATCH_STMT];
+  EvidenceIndexWriter *pIndex; /* the token index, kept in step with the current rows */
   int bWriting; /* the writer's own statements are running: evidence_writer_vouches() is 1 */
 };
 
@@ -130,7 +133,7 @@ static int batchStep(sqlite3_stmt *pStmt, int rc) {
 
 /* Reads the chain head of record r's tenant into slot s. */
 static int batchReadHead(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r, BatchSlot *s) {
-  sqlite3_stmt *pStmt;
+  sqlite3_stmt *pStmt = 0;
   int rc = batchStmt(db, p, BATCH_HEAD, &pStmt);
   if (rc == SQLITE_OK) rc = bindText(pStmt, 1, r->tenant, r->tenant_len);
   if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
@@ -152,7 +155,7 @@ static int batchReadHead(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r, Ba
 
 /* Reads the latest seq of record r into *pSeq (0: no version yet). */
 static int batchReadSeq(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r, int64_t *pSeq) {
-  sqlite3_stmt *pStmt;
+  sqlite3_stmt *pStmt = 0;
   int rc = batchStmt(db, p, BATCH_SEQ, &pStmt);
   if (rc == SQLITE_OK) rc = bindText(pStmt, 1, r->tenant, r->tenant_len);
   if (rc == SQLITE_OK) rc = bindText(pStmt, 2, r->record_id, r->record_id_len);
@@ -233,7 +236,7 @@ static int batchLink(sqlite3 *db, EvidenceBatch *p, const EvidencePut *aRec, siz
 }
 
 static int batchWriteVersion(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r, const BatchVersion *v) {
-  sqlite3_stmt *pStmt;
+  sqlite3_stmt *pStmt = 0;
   int rc = batchStmt(db, p, BATCH_VERSION, &pStmt);
   if (rc == SQLITE_OK) rc = bindText(pStmt, 1, r->tenant, r->tenant_len);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 2, v->chainSeq);
@@ -251,7 +254,7 @@ static int batchWriteVersion(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r
 
 /* Points record r's current row at version v. */
 static int batchWriteCurrent(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r, const BatchVersion *v) {
-  sqlite3_stmt *pStmt;
+  sqlite3_stmt *pStmt = 0;
   int rc = batchStmt(db, p, BATCH_CURRENT, &pStmt);
   if (rc == SQLITE_OK) rc = bindText(pStmt, 1, r->tenant, r->tenant_len);
   if (rc == SQLITE_OK) rc = bindText(pStmt, 2, r->revision, r->revision_len);
@@ -313,10 +316,16 @@ int evidenceBatchPut(sqlite3 *db, EvidenceBatch *p, const EvidencePut *aRec, siz
     for (i = 0; i < nLast; i++) apCurrent[i] = &aRec[aLast[i]];
     qsort(apCurrent, nLast, sizeof(*apCurrent), compareCurrentKey);
   }
+  evidenceIndexBegin(p->pIndex);
   for (i = 0; rc == SQLITE_OK && i < nLast; i++) {
-    size_t iRec = (size_t)(apCurrent[i] - aRec);
-    rc = batchWriteCurrent(db, p, apCurrent[i], &aVer[iRec]);
+    const EvidencePut *r = apCurrent[i];
+    size_t iRec = (size_t)(r - aRec);
+    /* the index first: it reads the current row this one replaces */
+    rc = evidenceIndexRecord(db, p->pIndex, r->tenant, r->tenant_len, r->record_id, r->record_id_len, r->revision,
+                             r->revision_len, r->expires_at, r->body, r->body_len);
+    if (rc == SQLITE_OK) rc = batchWriteCurrent(db, p, r, &aVer[iRec]);
   }
+  if (rc == SQLITE_OK) rc = evidenceIndexFinish(db, p->pIndex);
   p->bWriting = 0;
   sqlite3_free(aVer);
   sqlite3_free(aLast);
@@ -338,6 +347,7 @@ int evidenceBatchOpen(sqlite3 *db, EvidenceBatch **ppBatch) {
   *ppBatch = p;
   if (p == 0) return SQLITE_NOMEM;
   memset(p, 0, sizeof(*p));
+  if (evidenceIndexWriterOpen(&p->pIndex) != SQLITE_OK) return SQLITE_NOMEM;
   /* INNOCUOUS: schema.sql's triggers call it, also under trusted_schema=OFF. Not
   ** DETERMINISTIC: its value changes between statements. */
   return sqlite3_create_function(db, "evidence_writer_vouches", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS, p,
@@ -348,5 +358,10 @@ void evidenceBatchFree(EvidenceBatch *p) {
   int i;
   if (p == 0) return;
   for (i = 0; i < N_BATCH_STMT; i++) sqlite3_finalize(p->aStmt[i]);
+  evidenceIndexWriterFree(p->pIndex);
   sqlite3_free(p);
+}
+
+int evidenceBatchIndexBroken(const EvidenceBatch *p) {
+  return evidenceIndexWriterBroken(p->pIndex);
 }

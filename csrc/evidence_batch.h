@@ -41,4 +41,8 @@ int evidenceBatchOpen(sqlite3 *db, EvidenceBatch **ppBatch);
 int evidenceBatchPut(sqlite3 *db, EvidenceBatch *pBatch, const EvidencePut *aRec, size_t n);
 void evidenceBatchFree(EvidenceBatch *pBatch);
 
+/* After a batch failed with SQLITE_CORRUPT: 1 when the token index disagreed with the
+** records (a raw write to its tables; `pyevidence reindex` repairs it), 0 when SQLite did. */
+int evidenceBatchIndexBroken(const EvidenceBatch *pBatch);
+
 #endif /* EVIDENCE_BATCH_H */

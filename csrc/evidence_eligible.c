@@ -180,7 +180,7 @@ static int eligibleNext(sqlite3_vtab_cursor *cur) {
   return SQLITE_OK;
 }
 
-static const char *typeName(int eType) {
+const char *evidenceTypeName(int eType) {
   switch (eType) {
     case SQLITE_INTEGER: return "integer";
     case SQLITE_FLOAT: return "real";
@@ -193,7 +193,7 @@ static const char *typeName(int eType) {
 /* The integer a real stands for, if it is a whole number within the 64-bit
 ** range; the error message's reason otherwise. -0.0 is 0. The bounds are
 ** exactly -2**63 and 2**63 as doubles, so no conversion below can overflow. */
-static const char *realToInt64(double r, sqlite3_int64 *piOut) {
+const char *evidenceRealToInt64(double r, sqlite3_int64 *piOut) {
   sqlite3_int64 i;
   if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0)) return "outside the 64-bit range";
   i = (sqlite3_int64)r;
@@ -213,7 +213,7 @@ static int eligibleCheckArgs(sqlite3_vtab *pVtab, sqlite3_value **argv, sqlite3_
       /* shown as SQLite shows a real, to 15 digits: SQLite 3.40's printf gets more digits
       ** wrong where long double is no wider than double (valgrind) */
       double r = sqlite3_value_double(argv[i]);
-      const char *zWhyNot = realToInt64(r, piNow);
+      const char *zWhyNot = evidenceRealToInt64(r, piNow);
       if (zWhyNot) {
         return eligibleError(pVtab, SQLITE_ERROR,
                              "evidence_eligible(): %s must be an integer, got real %!.15g (%s)", azArgName[i],
@@ -221,7 +221,7 @@ static int eligibleCheckArgs(sqlite3_vtab *pVtab, sqlite3_value **argv, sqlite3_
       }
     } else if (eType != aWant[i]) {
       return eligibleError(pVtab, SQLITE_ERROR, "evidence_eligible(): %s must be %s, got %s", azArgName[i],
-                           aWant[i] == SQLITE_TEXT ? "text" : "an integer", typeName(eType));
+                           aWant[i] == SQLITE_TEXT ? "text" : "an integer", evidenceTypeName(eType));
     } else if (eType == SQLITE_INTEGER) {
       *piNow = sqlite3_value_int64(argv[i]);
     }

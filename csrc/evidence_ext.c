@@ -45,6 +45,8 @@ int evidenceRegisterWithStats(sqlite3 *db, EvidenceScanStats **ppStats) {
   if (rc == SQLITE_OK) rc = evidenceEligibleRegister(db, ppStats);
   if (rc == SQLITE_OK) rc = evidenceHashRegister(db);
   if (rc == SQLITE_OK) rc = evidenceUtf8Register(db);
+  if (rc == SQLITE_OK) rc = evidenceDocsetRegister(db);
+  if (rc == SQLITE_OK) rc = evidenceSearchRegister(db);
   if (rc == SQLITE_OK) {
     rc = sqlite3_create_function(db, "evidence_writer_vouches", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS, 0,
                                  notVouchingFunc, 0, 0);

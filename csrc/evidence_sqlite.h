@@ -25,15 +25,24 @@ typedef struct EvidenceScanStats {
 } EvidenceScanStats;
 
 /* Registers token_overlap(), evidence_tokens(), evidence_eligible, evidence_sha256(),
-** evidence_utf8_valid() and evidence_version() on db. With ppStats, *ppStats receives
+** evidence_utf8_valid(), evidence_version(), the token index's evidence_token_list()
+** and evidence_docset_*(), and evidence_search on db. With ppStats, *ppStats receives
 ** the connection's scan statistics, valid until the connection closes. */
 int evidenceRegister(sqlite3 *db);
 int evidenceRegisterWithStats(sqlite3 *db, EvidenceScanStats **ppStats);
+
+/* The argument rules the table-valued functions share (evidence_eligible.c): the
+** name of a value type as messages show it, and the integer a real stands for
+** (0) or why it stands for none. */
+const char *evidenceTypeName(int eType);
+const char *evidenceRealToInt64(double r, sqlite3_int64 *piOut);
 
 /* Registration of each part, called by evidenceRegister(). */
 int evidenceOverlapRegister(sqlite3 *db);
 int evidenceEligibleRegister(sqlite3 *db, EvidenceScanStats **ppStats);
 int evidenceHashRegister(sqlite3 *db);
 int evidenceUtf8Register(sqlite3 *db);
+int evidenceDocsetRegister(sqlite3 *db);
+int evidenceSearchRegister(sqlite3 *db);
 
 #endif /* EVIDENCE_SQLITE_H */

@@ -14,13 +14,14 @@
 #include <string.h>
 
 #include "evidence_batch.h"
+#include "evidence_search.h"
 #include "evidence_sqlite.h"
 
 /* The text columns a row of STMT_RANK and STMT_CANDIDATES starts with. */
 #define N_ROW_TEXTS 6
 
 /* The statements, prepared once on first use. */
-enum { STMT_FORGET, STMT_RANK, STMT_CANDIDATES, N_STMT };
+enum { STMT_FORGET, STMT_RANK, STMT_CANDIDATES, STMT_HIT, N_STMT };
 
 static const char *const azStmtSql[N_STMT] = {
     /* STMT_FORGET: the delete trigger erases the versions; pyevidence/storage/schema.py:FORGET_SQL */
@@ -41,6 +42,9 @@ static const char *const azStmtSql[N_STMT] = {
     /* STMT_CANDIDATES */
     "SELECT record_id, revision, kind, body, source, content_hash, expires_at, version, 0"
     " FROM evidence_eligible(?1, ?2, ?3) ORDER BY record_id",
+    /* STMT_HIT: one hit of the index search, read whole, with its score */
+    "SELECT record_id, revision, kind, body, source, content_hash, expires_at, version, ?3"
+    " FROM evidence WHERE tenant = ?1 AND record_id = ?2",
 };
 
 struct EvidenceStore {
@@ -48,6 +52,7 @@ struct EvidenceStore {
   EvidenceScanStats *pStats; /* evidence_eligible's per-connection row count */
   sqlite3_stmt *aStmt[N_STMT];
   EvidenceBatch *pBatch; /* the batch writer: its statements and its vouching flag */
+  EvidenceSearcher *pSearcher; /* retrieve through the token index */
   char *zErr;            /* the last error message, or 0 */
   char *zDenied;         /* why the read-only gate refused the current query, or 0 */
 };
@@ -101,6 +106,7 @@ int evidence_store_open(const char *path, int read_only, EvidenceStore **out) {
   if (rc == SQLITE_OK) rc = sqlite3_extended_result_codes(p->db, 1);
   if (rc == SQLITE_OK) rc = evidenceRegisterWithStats(p->db, &p->pStats);
   if (rc == SQLITE_OK) rc = evidenceBatchOpen(p->db, &p->pBatch);
+  if (rc == SQLITE_OK) rc = evidenceSearcherOpen(p->db, "main", &p->pSearcher);
   return rc == SQLITE_OK ? SQLITE_OK : storeDbError(p, rc);
 }
 
@@ -122,6 +128,7 @@ void evidence_store_close(EvidenceStore *p) {
   if (p == 0) return;
   for (i = 0; i < N_STMT; i++) sqlite3_finalize(p->aStmt[i]);
   evidenceBatchFree(p->pBatch);
+  evidenceSearcherFree(p->pSearcher);
   sqlite3_close(p->db);
   sqlite3_free(p->zErr);
   sqlite3_free(p->zDenied);
@@ -308,7 +315,8 @@ static const char *const azReadOnlyFunction[] = {
     "jsonb_array", "jsonb_extract", "jsonb_group_array", "jsonb_group_object", "jsonb_insert", "jsonb_object",
     "jsonb_patch", "jsonb_remove", "jsonb_replace", "jsonb_set",
     /* pyevidence's own */
-    "evidence_sha256", "evidence_tokens", "evidence_version", "token_overlap",
+    "evidence_sha256", "evidence_tokens", "evidence_version", "token_overlap", "evidence_token_list",
+    "evidence_docset_with", "evidence_docset_without", "evidence_docset_union",
     /* sqlite-vec's vector arithmetic, once the store has loaded it for vector ranking */
     "vec_add", "vec_bit", "vec_distance_cosine", "vec_distance_hamming", "vec_distance_l1", "vec_distance_l2",
     "vec_f32", "vec_int8", "vec_length", "vec_normalize", "vec_quantize_binary", "vec_quantize_int8",
@@ -545,6 +553,10 @@ static int storePutRecords(EvidenceStore *p, const EvidencePut *aRec, size_t n) 
   if (rc == SQLITE_OK) return rc;
   if (rc == SQLITE_NOMEM) {
     storeError(p, rc, "out of memory");
+  } else if (rc == SQLITE_CORRUPT && evidenceBatchIndexBroken(p->pBatch)) {
+    storeError(p, rc,
+               "the token index disagrees with the stored records, so nothing was written; "
+               "rebuild it with `pyevidence reindex`");
   } else {
     storeDbError(p, rc);
   }
@@ -743,6 +755,67 @@ int evidence_store_retrieve(EvidenceStore *p, const char *tenant, size_t tenant_
     *out = 0;
   }
   if (rc == SQLITE_OK) (*out)->eligible_count = p->pStats->nLastScanRows;
+  return rc;
+}
+
+/* Reads the whole row of each hit of the index search into *out, best first. */
+static int searchRows(EvidenceStore *p, const char *tenant, size_t tenant_len, const EvidenceSearchResult *pFound,
+                      EvidenceRows **out) {
+  EvidenceRows *r = sqlite3_malloc(sizeof(*r));
+  sqlite3_stmt *pStmt = 0;
+  size_t nAlloc = 0;
+  int i, rc = storeStmt(p, STMT_HIT, &pStmt);
+  if (r == 0) {
+    if (rc == SQLITE_OK) storeStmtDone(pStmt);
+    return storeError(p, SQLITE_NOMEM, "out of memory");
+  }
+  memset(r, 0, sizeof(*r));
+  r->eligible_count = pFound->nEligible;
+  for (i = 0; rc == SQLITE_OK && i < pFound->nHit; i++) {
+    const EvidenceSearchHit *h = &pFound->aHit[i];
+    rc = bindText(pStmt, 1, tenant, tenant_len);
+    if (rc == SQLITE_OK) rc = bindText(pStmt, 2, h->zRecordId, h->nRecordId);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, h->score);
+    if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
+    if (rc == SQLITE_ROW) {
+      rc = rowsAppend(r, pStmt, &nAlloc);
+    } else if (rc == SQLITE_DONE) {
+      rc = storeError(p, SQLITE_CORRUPT,
+                      "the token index disagrees with the stored records; rebuild it with `pyevidence reindex`");
+    } else {
+      storeDbError(p, rc);
+    }
+    sqlite3_reset(pStmt);
+  }
+  if (rc == SQLITE_NOMEM) storeError(p, rc, "out of memory");
+  if (pStmt) storeStmtDone(pStmt);
+  if (rc != SQLITE_OK) {
+    evidence_rows_free(r);
+    r = 0;
+  }
+  *out = r;
+  return rc;
+}
+
+int evidence_store_search(EvidenceStore *p, const char *tenant, size_t tenant_len, const char *revision,
+                          size_t revision_len, int64_t now, const char *query, size_t query_len, int limit,
+                          EvidenceRows **out) {
+  EvidenceSearchResult found;
+  const int bOwn = sqlite3_get_autocommit(p->db);
+  char *zErr = 0;
+  int rc = bOwn ? sqlite3_exec(p->db, "BEGIN", 0, 0, 0) : SQLITE_OK; /* one snapshot for every read */
+  *out = 0;
+  if (rc != SQLITE_OK) return storeDbError(p, rc);
+  rc = evidenceSearch(p->pSearcher, tenant, tenant_len, revision, revision_len, now, query, query_len, limit,
+                      &found, &zErr);
+  if (rc == SQLITE_OK) {
+    rc = searchRows(p, tenant, tenant_len, &found, out);
+  } else {
+    storeError(p, rc, zErr ? zErr : sqlite3_errstr(rc));
+  }
+  sqlite3_free(zErr);
+  evidenceSearchResultClear(&found);
+  if (bOwn) sqlite3_exec(p->db, rc == SQLITE_OK ? "COMMIT" : "ROLLBACK", 0, 0, 0);
   return rc;
 }
 

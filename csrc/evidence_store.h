@@ -126,6 +126,14 @@ int evidence_store_retrieve(EvidenceStore *store, const char *tenant, size_t ten
                             size_t revision_len, int64_t now, const char *query, size_t query_len, int limit,
                             EvidenceRows **out);
 
+/* The same hits and eligible count as evidence_store_retrieve, found through the token
+** index (evidence_search.c): the cost grows with the postings of the query's tokens,
+** not with the eligible rows. One snapshot: inside the caller's transaction, or a read
+** transaction of its own. */
+int evidence_store_search(EvidenceStore *store, const char *tenant, size_t tenant_len, const char *revision,
+                          size_t revision_len, int64_t now, const char *query, size_t query_len, int limit,
+                          EvidenceRows **out);
+
 /* Every eligible record (score 0), ordered by record_id, for scorers that run
 ** outside SQLite. */
 int evidence_store_candidates(EvidenceStore *store, const char *tenant, size_t tenant_len,

@@ -17,6 +17,10 @@ from cffi import FFI
 SOURCES = [
     "csrc/evidence_store.c",
     "csrc/evidence_batch.c",
+    "csrc/evidence_index_write.c",
+    "csrc/evidence_docset.c",
+    "csrc/evidence_search.c",
+    "csrc/evidence_search_vtab.c",
     "csrc/evidence_ext.c",
     "csrc/evidence_overlap.c",
     "csrc/evidence_eligible.c",

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.errors import SchemaError, StoreError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Connection settings, applied by prepare() on every connection of both engines.
 # The busy timeout makes a writer wait for a lock instead of failing at once.

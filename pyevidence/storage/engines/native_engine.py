@@ -188,11 +188,15 @@ class NativeEngine:
             self._script("COMMIT;")
 
     def rank_by_tokens(
-        self, tenant: str, revision: str, now: int, query: str, limit: int
+        self, tenant: str, revision: str, now: int, query: str, limit: int, *, method: str = "index"
     ) -> tuple[tuple[Hit, ...], int]:
+        """The token ranking's hits and eligible count: through the token index
+        (evidence_store_search), or with method="scan" by scoring every eligible row
+        (evidence_store_retrieve), the reference the index is checked against."""
         t, v, q = _utf8(tenant), _utf8(revision), _utf8(query)
         out = ffi.new("EvidenceRows **")
-        rc = lib.evidence_store_retrieve(self._store, t, len(t), v, len(v), now, q, len(q), limit, out)
+        ranker = lib.evidence_store_retrieve if method == "scan" else lib.evidence_store_search
+        rc = ranker(self._store, t, len(t), v, len(v), now, q, len(q), limit, out)
         self._check(rc, "retrieve")
         try:
             rows = [out[0].rows[i] for i in range(out[0].n_rows)]

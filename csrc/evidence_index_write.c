@@ -1,0 +1,585 @@
+/*
+** evidence_index_write.c: the token index, written a batch at a time.
+**
+** The native engine's put and put_many (evidence_batch.c) keep the index in step
+** themselves, in the same transaction, while evidence_writer_vouches() is 1 and
+** the index triggers of schema.sql step aside. The result is the index those
+** triggers would leave after the same writes, byte for byte (schema.sql, "The
+** token index", defines the rules; tests/test_index.py compares): each record's
+** new current row, in evidence's primary-key order, takes the old one out (keeping
+** its document number within the same scope) and goes in. The difference is
+** cost: each docset, expiry count and scope touched by the batch is read and
+** written once, not once per record and token.
+**
+**   evidenceIndexRecord  reads the old current row, writes evidence_index_docs,
+**                        and queues the postings and expiry changes;
+**   evidenceIndexFinish  sorts the queues and applies them, then the scopes.
+*/
+#include "evidence_index_write.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "evidence_docset.h"
+
+enum {
+  IW_OLD_ROW,
+  IW_SCOPE,
+  IW_MAX_SCOPE,
+  IW_DOC,
+  IW_DOC_INSERT,
+  IW_DOC_UPDATE,
+  IW_DOC_DELETE,
+  IW_POSTING_READ,
+  IW_POSTING_WRITE,
+  IW_POSTING_DELETE,
+  IW_EXPIRY_READ,
+  IW_EXPIRY_WRITE,
+  IW_EXPIRY_DELETE,
+  IW_SCOPE_INSERT,
+  IW_SCOPE_UPDATE,
+  N_IW_STMT
+};
+
+static const char *const azIwSql[N_IW_STMT] = {
+    "SELECT revision, expires_at, body FROM evidence WHERE tenant = ?1 AND record_id = ?2",
+    "SELECT scope, docs, next_doc FROM evidence_index_scopes WHERE tenant = ?1 AND revision = ?2",
+    "SELECT coalesce(max(scope), 0) FROM evidence_index_scopes",
+    "SELECT doc FROM evidence_index_docs WHERE scope = ?1 AND record_id = ?2",
+    "INSERT INTO evidence_index_docs (scope, record_id, doc, expires_at) VALUES (?1, ?2, ?3, ?4)",
+    "UPDATE evidence_index_docs SET expires_at = ?3 WHERE scope = ?1 AND record_id = ?2",
+    "DELETE FROM evidence_index_docs WHERE scope = ?1 AND record_id = ?2",
+    "SELECT docs FROM evidence_index_postings WHERE scope = ?1 AND token = ?2 AND chunk = ?3",
+    "INSERT INTO evidence_index_postings (scope, token, chunk, docs) VALUES (?1, ?2, ?3, ?4)"
+    " ON CONFLICT (scope, token, chunk) DO UPDATE SET docs = excluded.docs",
+    "DELETE FROM evidence_index_postings WHERE scope = ?1 AND token = ?2 AND chunk = ?3",
+    "SELECT rows FROM evidence_index_expiry WHERE scope = ?1 AND level = ?2 AND bucket = ?3",
+    "INSERT INTO evidence_index_expiry (scope, level, bucket, rows) VALUES (?1, ?2, ?3, ?4)"
+    " ON CONFLICT (scope, level, bucket) DO UPDATE SET rows = excluded.rows",
+    "DELETE FROM evidence_index_expiry WHERE scope = ?1 AND level = ?2 AND bucket = ?3",
+    "INSERT INTO evidence_index_scopes (tenant, revision, scope, docs, next_doc) VALUES (?1, ?2, ?3, ?4, ?5)",
+    "UPDATE evidence_index_scopes SET docs = ?2, next_doc = ?3 WHERE scope = ?1",
+};
+
+#define EXPIRY_LEVELS 8
+
+/* A scope the batch touched, with its counts as the batch leaves them. */
+typedef struct IwScope {
+  char *zTenant; /* tenant, then revision, in one allocation */
+  size_t nTenant;
+  const char *zRevision;
+  size_t nRevision;
+  int64_t scope;
+  int64_t docs, nextDoc;         /* as the batch leaves them */
+  int64_t docsWas, nextDocWas;   /* as the batch found them */
+  int bNew;                      /* created by this batch: inserted at the end */
+} IwScope;
+
+/* One change to a docset: document doc of scope gains (bAdd) or loses the token
+** tokOff/tokLen of the arena. seq keeps the changes of one docset in order. */
+typedef struct IwPosting {
+  int64_t scope;
+  int64_t doc;
+  size_t tokOff, tokLen;
+  const char *zTok; /* set by Finish, once the arena no longer moves */
+  size_t seq;
+  int bAdd;
+} IwPosting;
+
+typedef struct IwExpiry {
+  int64_t scope;
+  int64_t bucket;
+  int level;
+  int delta;
+} IwExpiry;
+
+struct EvidenceIndexWriter {
+  sqlite3 *db; /* the connection the statements belong to */
+  sqlite3_stmt *aStmt[N_IW_STMT];
+  IwScope *aScope;
+  size_t nScope, nScopeAlloc;
+  int64_t nextScope; /* 0: not read yet */
+  IwPosting *aPost;
+  size_t nPost, nPostAlloc;
+  char *zArena;
+  size_t nArena, nArenaAlloc;
+  IwExpiry *aExp;
+  size_t nExp, nExpAlloc;
+  EvidenceTokenList oldTokens, newTokens;
+  int bBroken; /* the index disagrees with the records: SQLITE_CORRUPT came from here */
+};
+
+/* The index does not hold what the records say it must: a raw write to its tables,
+** or a bug. The caller's message names `pyevidence reindex` as the way out. */
+static int iwBroken(EvidenceIndexWriter *p) {
+  p->bBroken = 1;
+  return SQLITE_CORRUPT;
+}
+
+int evidenceIndexWriterBroken(const EvidenceIndexWriter *p) {
+  return p->bBroken;
+}
+
+int evidenceIndexWriterOpen(EvidenceIndexWriter **pp) {
+  EvidenceIndexWriter *p = sqlite3_malloc(sizeof(*p));
+  *pp = p;
+  if (p == 0) return SQLITE_NOMEM;
+  memset(p, 0, sizeof(*p));
+  return SQLITE_OK;
+}
+
+static void iwClearScopes(EvidenceIndexWriter *p) {
+  size_t i;
+  for (i = 0; i < p->nScope; i++) sqlite3_free(p->aScope[i].zTenant);
+  p->nScope = 0;
+}
+
+void evidenceIndexWriterFree(EvidenceIndexWriter *p) {
+  int i;
+  if (p == 0) return;
+  for (i = 0; i < N_IW_STMT; i++) sqlite3_finalize(p->aStmt[i]);
+  iwClearScopes(p);
+  sqlite3_free(p->aScope);
+  sqlite3_free(p->aPost);
+  sqlite3_free(p->zArena);
+  sqlite3_free(p->aExp);
+  evidenceTokenListFree(&p->oldTokens);
+  evidenceTokenListFree(&p->newTokens);
+  sqlite3_free(p);
+}
+
+void evidenceIndexBegin(EvidenceIndexWriter *p) {
+  iwClearScopes(p);
+  p->nextScope = 0;
+  p->nPost = 0;
+  p->nArena = 0;
+  p->nExp = 0;
+  p->bBroken = 0;
+}
+
+static int iwStmt(sqlite3 *db, EvidenceIndexWriter *p, int id, sqlite3_stmt **ppStmt) {
+  if (p->db != db) { /* a writer serves one connection; start afresh on another */
+    int i;
+    for (i = 0; i < N_IW_STMT; i++) {
+      sqlite3_finalize(p->aStmt[i]);
+      p->aStmt[i] = 0;
+    }
+    p->db = db;
+  }
+  if (p->aStmt[id] == 0) {
+    int rc = sqlite3_prepare_v3(db, azIwSql[id], -1, SQLITE_PREPARE_PERSISTENT, &p->aStmt[id], 0);
+    if (rc != SQLITE_OK) return rc;
+  }
+  *ppStmt = p->aStmt[id];
+  return SQLITE_OK;
+}
+
+static int bindText(sqlite3_stmt *pStmt, int i, const char *z, size_t n) {
+  return sqlite3_bind_text64(pStmt, i, z, (sqlite3_uint64)n, SQLITE_STATIC, SQLITE_UTF8);
+}
+
+/* Steps a write statement to its end and resets it. */
+static int iwRun(sqlite3_stmt *pStmt, int rc) {
+  if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  sqlite3_reset(pStmt);
+  return rc;
+}
+
+static int sameText(const char *a, size_t na, const char *b, size_t nb) {
+  return na == nb && (na == 0 || memcmp(a, b, na) == 0);
+}
+
+/* The batch's entry for scope (tenant, revision): read from the table on first use,
+** created (numbered max + 1) when bCreate and the table has none. *ppScope is 0
+** when the scope does not exist and !bCreate. */
+static int iwScope(sqlite3 *db, EvidenceIndexWriter *p, const char *zTenant, size_t nTenant, const char *zRevision,
+                   size_t nRevision, int bCreate, IwScope **ppScope) {
+  sqlite3_stmt *pStmt = 0;
+  IwScope *s;
+  size_t i;
+  int rc;
+  *ppScope = 0;
+  /* A batch touches few scopes, and the records come grouped by scope: search from the end. */
+  for (i = p->nScope; i > 0; i--) {
+    s = &p->aScope[i - 1];
+    if (sameText(s->zTenant, s->nTenant, zTenant, nTenant) && sameText(s->zRevision, s->nRevision, zRevision, nRevision)) {
+      *ppScope = s;
+      return SQLITE_OK;
+    }
+  }
+  if (p->nScope == p->nScopeAlloc) {
+    size_t nNew = p->nScopeAlloc ? 2 * p->nScopeAlloc : 8;
+    IwScope *aNew = sqlite3_realloc64(p->aScope, nNew * sizeof(IwScope));
+    if (aNew == 0) return SQLITE_NOMEM;
+    p->aScope = aNew;
+    p->nScopeAlloc = nNew;
+  }
+  s = &p->aScope[p->nScope];
+  memset(s, 0, sizeof(*s));
+  rc = iwStmt(db, p, IW_SCOPE, &pStmt);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 1, zTenant, nTenant);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 2, zRevision, nRevision);
+  if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
+    s->scope = sqlite3_column_int64(pStmt, 0);
+    s->docs = s->docsWas = sqlite3_column_int64(pStmt, 1);
+    s->nextDoc = s->nextDocWas = sqlite3_column_int64(pStmt, 2);
+    rc = SQLITE_OK;
+  } else if (rc == SQLITE_DONE) {
+    rc = SQLITE_OK;
+    s->scope = 0;
+  }
+  sqlite3_reset(pStmt);
+  if (rc != SQLITE_OK) return rc;
+  if (s->scope == 0) {
+    if (!bCreate) return SQLITE_OK;
+    if (p->nextScope == 0) {
+      rc = iwStmt(db, p, IW_MAX_SCOPE, &pStmt);
+      if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
+      if (rc == SQLITE_ROW) {
+        p->nextScope = sqlite3_column_int64(pStmt, 0) + 1;
+        rc = SQLITE_OK;
+      }
+      sqlite3_reset(pStmt);
+      if (rc != SQLITE_OK) return rc;
+    }
+    s->scope = p->nextScope++;
+    s->bNew = 1;
+  }
+  s->zTenant = sqlite3_malloc64(nTenant + nRevision + 1);
+  if (s->zTenant == 0) return SQLITE_NOMEM;
+  if (nTenant) memcpy(s->zTenant, zTenant, nTenant);
+  if (nRevision) memcpy(s->zTenant + nTenant, zRevision, nRevision);
+  s->nTenant = nTenant;
+  s->zRevision = s->zTenant + nTenant;
+  s->nRevision = nRevision;
+  p->nScope++;
+  *ppScope = s;
+  return SQLITE_OK;
+}
+
+static int iwQueuePosting(EvidenceIndexWriter *p, int64_t scope, int64_t doc, const char *zTok, size_t nTok, int bAdd) {
+  IwPosting *o;
+  if (p->nPost == p->nPostAlloc) {
+    size_t nNew = p->nPostAlloc ? 2 * p->nPostAlloc : 1024;
+    IwPosting *aNew = sqlite3_realloc64(p->aPost, nNew * sizeof(IwPosting));
+    if (aNew == 0) return SQLITE_NOMEM;
+    p->aPost = aNew;
+    p->nPostAlloc = nNew;
+  }
+  if (p->nArena + nTok > p->nArenaAlloc) {
+    size_t nNew = p->nArenaAlloc ? 2 * p->nArenaAlloc : 65536;
+    char *zNew;
+    while (nNew < p->nArena + nTok) nNew *= 2;
+    zNew = sqlite3_realloc64(p->zArena, nNew);
+    if (zNew == 0) return SQLITE_NOMEM;
+    p->zArena = zNew;
+    p->nArenaAlloc = nNew;
+  }
+  memcpy(p->zArena + p->nArena, zTok, nTok);
+  o = &p->aPost[p->nPost];
+  o->scope = scope;
+  o->doc = doc;
+  o->tokOff = p->nArena;
+  o->tokLen = nTok;
+  o->zTok = 0;
+  o->seq = p->nPost;
+  o->bAdd = bAdd;
+  p->nArena += nTok;
+  p->nPost++;
+  return SQLITE_OK;
+}
+
+/* Queues the token's change for every token of list (all of them). */
+static int iwQueueAll(EvidenceIndexWriter *p, int64_t scope, int64_t doc, const EvidenceTokenList *list, int bAdd) {
+  size_t i;
+  int rc = SQLITE_OK;
+  for (i = 0; rc == SQLITE_OK && i < list->nToken; i++) {
+    rc = iwQueuePosting(p, scope, doc, list->zText + list->aStart[i], list->aLen[i], bAdd);
+  }
+  return rc;
+}
+
+static int compareBytes(const char *a, size_t na, const char *b, size_t nb) {
+  int c = memcmp(a, b, na < nb ? na : nb);
+  if (c != 0) return c;
+  return na < nb ? -1 : na > nb;
+}
+
+/* A new version in the same scope: only the tokens that differ change (both lists
+** are ascending, so one merge walk finds them). */
+static int iwQueueDifference(EvidenceIndexWriter *p, int64_t scope, int64_t doc) {
+  const EvidenceTokenList *o = &p->oldTokens, *n = &p->newTokens;
+  size_t i = 0, j = 0;
+  int rc = SQLITE_OK;
+  while (rc == SQLITE_OK && (i < o->nToken || j < n->nToken)) {
+    int c;
+    if (i == o->nToken) {
+      c = 1;
+    } else if (j == n->nToken) {
+      c = -1;
+    } else {
+      c = compareBytes(o->zText + o->aStart[i], o->aLen[i], n->zText + n->aStart[j], n->aLen[j]);
+    }
+    if (c < 0) {
+      rc = iwQueuePosting(p, scope, doc, o->zText + o->aStart[i], o->aLen[i], 0);
+      i++;
+    } else if (c > 0) {
+      rc = iwQueuePosting(p, scope, doc, n->zText + n->aStart[j], n->aLen[j], 1);
+      j++;
+    } else {
+      i++;
+      j++;
+    }
+  }
+  return rc;
+}
+
+static int iwQueueExpiry(EvidenceIndexWriter *p, int64_t scope, int64_t expiresAt, int delta) {
+  int level;
+  if (p->nExp + EXPIRY_LEVELS > p->nExpAlloc) {
+    size_t nNew = p->nExpAlloc ? 2 * p->nExpAlloc : 1024;
+    IwExpiry *aNew = sqlite3_realloc64(p->aExp, nNew * sizeof(IwExpiry));
+    if (aNew == 0) return SQLITE_NOMEM;
+    p->aExp = aNew;
+    p->nExpAlloc = nNew;
+  }
+  for (level = 0; level < EXPIRY_LEVELS; level++) {
+    IwExpiry *e = &p->aExp[p->nExp++];
+    e->scope = scope;
+    e->level = level;
+    e->bucket = expiresAt >> (8 * level); /* expires_at >= 0 (schema.sql CHECK) */
+    e->delta = delta;
+  }
+  return SQLITE_OK;
+}
+
+static int iwDocRow(sqlite3 *db, EvidenceIndexWriter *p, int id, int64_t scope, const char *zId, size_t nId,
+                    int64_t doc, int64_t expiresAt) {
+  sqlite3_stmt *pStmt = 0;
+  int rc = iwStmt(db, p, id, &pStmt);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, scope);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 2, zId, nId);
+  if (rc == SQLITE_OK && id == IW_DOC_INSERT) rc = sqlite3_bind_int64(pStmt, 3, doc);
+  if (rc == SQLITE_OK && id == IW_DOC_INSERT) rc = sqlite3_bind_int64(pStmt, 4, expiresAt);
+  if (rc == SQLITE_OK && id == IW_DOC_UPDATE) rc = sqlite3_bind_int64(pStmt, 3, expiresAt);
+  return iwRun(pStmt, rc);
+}
+
+/* The document number of record zId in scope, into *pDoc; SQLITE_CORRUPT if it has none. */
+static int iwDocOf(sqlite3 *db, EvidenceIndexWriter *p, int64_t scope, const char *zId, size_t nId, int64_t *pDoc) {
+  sqlite3_stmt *pStmt = 0;
+  int rc = iwStmt(db, p, IW_DOC, &pStmt);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, scope);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 2, zId, nId);
+  if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
+    *pDoc = sqlite3_column_int64(pStmt, 0);
+    rc = SQLITE_OK;
+  } else if (rc == SQLITE_DONE) {
+    rc = iwBroken(p);
+  }
+  sqlite3_reset(pStmt);
+  return rc;
+}
+
+/* The new current row enters scope s as a new document. */
+static int iwEnter(sqlite3 *db, EvidenceIndexWriter *p, IwScope *s, const char *zId, size_t nId, int64_t expiresAt) {
+  int64_t doc = s->nextDoc++;
+  int rc;
+  s->docs++;
+  rc = iwDocRow(db, p, IW_DOC_INSERT, s->scope, zId, nId, doc, expiresAt);
+  if (rc == SQLITE_OK) rc = iwQueueAll(p, s->scope, doc, &p->newTokens, 1);
+  if (rc == SQLITE_OK) rc = iwQueueExpiry(p, s->scope, expiresAt, 1);
+  return rc;
+}
+
+int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant, size_t tenant_len,
+                        const char *record_id, size_t record_id_len, const char *revision, size_t revision_len,
+                        int64_t expires_at, const char *body, size_t body_len) {
+  sqlite3_stmt *pOld = 0;
+  IwScope *pNew = 0, *pWas = 0;
+  int64_t oldExpires = 0, doc = 0;
+  int rc = evidenceTokenListBuild(&p->newTokens, (const unsigned char *)body, body_len);
+  if (rc == SQLITE_OK) rc = iwScope(db, p, tenant, tenant_len, revision, revision_len, 1, &pNew);
+  if (rc == SQLITE_OK) rc = iwStmt(db, p, IW_OLD_ROW, &pOld);
+  if (rc != SQLITE_OK) return rc;
+  rc = bindText(pOld, 1, tenant, tenant_len);
+  if (rc == SQLITE_OK) rc = bindText(pOld, 2, record_id, record_id_len);
+  if (rc == SQLITE_OK) rc = sqlite3_step(pOld);
+  if (rc == SQLITE_DONE) {
+    sqlite3_reset(pOld);
+    return iwEnter(db, p, pNew, record_id, record_id_len, expires_at);
+  }
+  if (rc != SQLITE_ROW) {
+    sqlite3_reset(pOld);
+    return rc;
+  }
+  /* The record has a current row: its old body's tokens, scope and document number. */
+  oldExpires = sqlite3_column_int64(pOld, 1);
+  rc = evidenceTokenListBuild(&p->oldTokens, sqlite3_column_text(pOld, 2), (size_t)sqlite3_column_bytes(pOld, 2));
+  if (rc == SQLITE_OK) {
+    rc = iwScope(db, p, tenant, tenant_len, (const char *)sqlite3_column_text(pOld, 0),
+                 (size_t)sqlite3_column_bytes(pOld, 0), 0, &pWas);
+  }
+  sqlite3_reset(pOld);
+  if (rc == SQLITE_OK && pWas == 0) rc = iwBroken(p);
+  if (rc == SQLITE_OK) rc = iwDocOf(db, p, pWas->scope, record_id, record_id_len, &doc);
+  /* pNew again: looking up the old scope may have moved the scope array */
+  if (rc == SQLITE_OK) rc = iwScope(db, p, tenant, tenant_len, revision, revision_len, 1, &pNew);
+  if (rc != SQLITE_OK) return rc;
+  if (pWas == pNew) { /* same scope: the document keeps its number */
+    rc = iwQueueDifference(p, pNew->scope, doc);
+    if (rc == SQLITE_OK && oldExpires != expires_at) {
+      rc = iwDocRow(db, p, IW_DOC_UPDATE, pNew->scope, record_id, record_id_len, doc, expires_at);
+      if (rc == SQLITE_OK) rc = iwQueueExpiry(p, pNew->scope, oldExpires, -1);
+      if (rc == SQLITE_OK) rc = iwQueueExpiry(p, pNew->scope, expires_at, 1);
+    }
+    return rc;
+  }
+  /* another revision: out of the old scope, into the new one */
+  rc = iwQueueAll(p, pWas->scope, doc, &p->oldTokens, 0);
+  if (rc == SQLITE_OK) rc = iwQueueExpiry(p, pWas->scope, oldExpires, -1);
+  if (rc == SQLITE_OK) rc = iwDocRow(db, p, IW_DOC_DELETE, pWas->scope, record_id, record_id_len, 0, 0);
+  pWas->docs--;
+  if (rc == SQLITE_OK) rc = iwEnter(db, p, pNew, record_id, record_id_len, expires_at);
+  return rc;
+}
+
+/* ---- Finish: the queued changes, grouped ---- */
+
+static int comparePosting(const void *pa, const void *pb) {
+  const IwPosting *a = pa, *b = pb;
+  int c;
+  if (a->scope != b->scope) return a->scope < b->scope ? -1 : 1;
+  c = compareBytes(a->zTok, a->tokLen, b->zTok, b->tokLen);
+  if (c) return c;
+  if ((a->doc >> EVIDENCE_CHUNK_BITS) != (b->doc >> EVIDENCE_CHUNK_BITS)) {
+    return (a->doc >> EVIDENCE_CHUNK_BITS) < (b->doc >> EVIDENCE_CHUNK_BITS) ? -1 : 1;
+  }
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static int compareExpiry(const void *pa, const void *pb) {
+  const IwExpiry *a = pa, *b = pb;
+  if (a->scope != b->scope) return a->scope < b->scope ? -1 : 1;
+  if (a->level != b->level) return a->level < b->level ? -1 : 1;
+  return a->bucket < b->bucket ? -1 : a->bucket > b->bucket;
+}
+
+/* Applies the changes aPost[i..j) to their one docset. */
+static int iwApplyDocset(sqlite3 *db, EvidenceIndexWriter *p, const IwPosting *aPost, size_t n) {
+  uint64_t aWord[EVIDENCE_CHUNK_WORDS];
+  unsigned char aOut[EVIDENCE_DOCSET_BITSET_BYTES];
+  const IwPosting *o = &aPost[0];
+  int64_t chunk = o->doc >> EVIDENCE_CHUNK_BITS;
+  sqlite3_stmt *pStmt = 0;
+  size_t i, nOut;
+  int bHad = 0;
+  int rc = iwStmt(db, p, IW_POSTING_READ, &pStmt);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, o->scope);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 2, o->zTok, o->tokLen);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, chunk);
+  if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
+    bHad = 1;
+    rc = evidenceDocsetDecode(sqlite3_column_blob(pStmt, 0), (size_t)sqlite3_column_bytes(pStmt, 0), aWord)
+             ? iwBroken(p)
+             : SQLITE_OK;
+  } else if (rc == SQLITE_DONE) {
+    memset(aWord, 0, sizeof(aWord));
+    rc = SQLITE_OK;
+  }
+  sqlite3_reset(pStmt);
+  if (rc != SQLITE_OK) return rc;
+  for (i = 0; i < n; i++) {
+    int d = (int)(aPost[i].doc & (EVIDENCE_CHUNK_DOCS - 1));
+    if (aPost[i].bAdd) {
+      aWord[d >> 6] |= (uint64_t)1 << (d & 63);
+    } else {
+      aWord[d >> 6] &= ~((uint64_t)1 << (d & 63));
+    }
+  }
+  nOut = evidenceDocsetEncode(aWord, aOut);
+  if (nOut == 0 && !bHad) return SQLITE_OK;
+  rc = iwStmt(db, p, nOut ? IW_POSTING_WRITE : IW_POSTING_DELETE, &pStmt);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, o->scope);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 2, o->zTok, o->tokLen);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, chunk);
+  if (rc == SQLITE_OK && nOut) rc = sqlite3_bind_blob(pStmt, 4, aOut, (int)nOut, SQLITE_STATIC);
+  return iwRun(pStmt, rc);
+}
+
+static int iwApplyExpiry(sqlite3 *db, EvidenceIndexWriter *p, const IwExpiry *e, int64_t delta) {
+  sqlite3_stmt *pStmt = 0;
+  int64_t rows = 0;
+  int rc = iwStmt(db, p, IW_EXPIRY_READ, &pStmt);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, e->scope);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int(pStmt, 2, e->level);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, e->bucket);
+  if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
+    rows = sqlite3_column_int64(pStmt, 0);
+    rc = SQLITE_OK;
+  } else if (rc == SQLITE_DONE) {
+    rc = SQLITE_OK;
+  }
+  sqlite3_reset(pStmt);
+  if (rc != SQLITE_OK) return rc;
+  rows += delta;
+  if (rows < 0) return iwBroken(p);
+  rc = iwStmt(db, p, rows ? IW_EXPIRY_WRITE : IW_EXPIRY_DELETE, &pStmt);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, e->scope);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int(pStmt, 2, e->level);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, e->bucket);
+  if (rc == SQLITE_OK && rows) rc = sqlite3_bind_int64(pStmt, 4, rows);
+  return iwRun(pStmt, rc);
+}
+
+static int iwApplyScope(sqlite3 *db, EvidenceIndexWriter *p, const IwScope *s) {
+  sqlite3_stmt *pStmt = 0;
+  int rc;
+  if (s->bNew) {
+    rc = iwStmt(db, p, IW_SCOPE_INSERT, &pStmt);
+    if (rc == SQLITE_OK) rc = bindText(pStmt, 1, s->zTenant, s->nTenant);
+    if (rc == SQLITE_OK) rc = bindText(pStmt, 2, s->zRevision, s->nRevision);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, s->scope);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 4, s->docs);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 5, s->nextDoc);
+    return iwRun(pStmt, rc);
+  }
+  if (s->docs == s->docsWas && s->nextDoc == s->nextDocWas) return SQLITE_OK;
+  rc = iwStmt(db, p, IW_SCOPE_UPDATE, &pStmt);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, s->scope);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 2, s->docs);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, s->nextDoc);
+  return iwRun(pStmt, rc);
+}
+
+int evidenceIndexFinish(sqlite3 *db, EvidenceIndexWriter *p) {
+  size_t i, j;
+  int rc = SQLITE_OK;
+  for (i = 0; i < p->nPost; i++) p->aPost[i].zTok = p->zArena + p->aPost[i].tokOff;
+  qsort(p->aPost, p->nPost, sizeof(IwPosting), comparePosting);
+  for (i = 0; rc == SQLITE_OK && i < p->nPost; i = j) {
+    const IwPosting *a = &p->aPost[i];
+    for (j = i + 1; j < p->nPost; j++) {
+      const IwPosting *b = &p->aPost[j];
+      if (b->scope != a->scope || (b->doc >> EVIDENCE_CHUNK_BITS) != (a->doc >> EVIDENCE_CHUNK_BITS) ||
+          !sameText(a->zTok, a->tokLen, b->zTok, b->tokLen)) {
+        break;
+      }
+    }
+    rc = iwApplyDocset(db, p, a, j - i);
+  }
+  qsort(p->aExp, p->nExp, sizeof(IwExpiry), compareExpiry);
+  for (i = 0; rc == SQLITE_OK && i < p->nExp; i = j) {
+    int64_t delta = 0;
+    for (j = i; j < p->nExp && compareExpiry(&p->aExp[i], &p->aExp[j]) == 0; j++) delta += p->aExp[j].delta;
+    if (delta != 0) rc = iwApplyExpiry(db, p, &p->aExp[i], delta);
+  }
+  /* New scopes in the order they were numbered, as the triggers would insert them. */
+  for (i = 0; rc == SQLITE_OK && i < p->nScope; i++) rc = iwApplyScope(db, p, &p->aScope[i]);
+  return rc;
+}
