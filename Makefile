@@ -15,7 +15,7 @@ EXT_SOURCES  := csrc/evidence_ext.c csrc/evidence_overlap.c csrc/evidence_eligib
 STORE_SOURCES := $(EXT_SOURCES) csrc/evidence_store.c csrc/evidence_batch.c csrc/evidence_index_write.c
 C_HEADERS    := $(wildcard csrc/*.h)
 C_TESTS      := csrc/test/token_overlap.test.sql csrc/test/evidence_eligible.test.sql csrc/test/evidence_hash.test.sql \
-                csrc/test/evidence_put.test.sql csrc/test/evidence_utf8.test.sql
+                csrc/test/evidence_put.test.sql csrc/test/evidence_utf8.test.sql csrc/test/evidence_search.test.sql
 BUILD_INPUTS := pyproject.toml setup.py $(wildcard csrc/*.c) $(C_HEADERS) $(wildcard pyevidence/storage/_build_*.py)
 
 UNAME := $(shell uname -s)

@@ -362,6 +362,10 @@ void evidenceBatchFree(EvidenceBatch *p) {
   sqlite3_free(p);
 }
 
+int evidenceBatchReindex(sqlite3 *db, EvidenceBatch *p, int (*xProgress)(void *, int64_t, int64_t), void *pArg) {
+  return evidenceIndexRebuild(db, p->pIndex, xProgress, pArg);
+}
+
 int evidenceBatchIndexBroken(const EvidenceBatch *p) {
   return evidenceIndexWriterBroken(p->pIndex);
 }

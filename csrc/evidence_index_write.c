@@ -38,6 +38,7 @@ enum {
   IW_EXPIRY_DELETE,
   IW_SCOPE_INSERT,
   IW_SCOPE_UPDATE,
+  IW_ALL_ROWS,
   N_IW_STMT
 };
 
@@ -59,6 +60,8 @@ static const char *const azIwSql[N_IW_STMT] = {
     "DELETE FROM evidence_index_expiry WHERE scope = ?1 AND level = ?2 AND bucket = ?3",
     "INSERT INTO evidence_index_scopes (tenant, revision, scope, docs, next_doc) VALUES (?1, ?2, ?3, ?4, ?5)",
     "UPDATE evidence_index_scopes SET docs = ?2, next_doc = ?3 WHERE scope = ?1",
+    "SELECT tenant, revision, expires_at, record_id, body FROM evidence"
+    " ORDER BY tenant, revision, expires_at, record_id",
 };
 
 #define EXPIRY_LEVELS 8
@@ -581,5 +584,50 @@ int evidenceIndexFinish(sqlite3 *db, EvidenceIndexWriter *p) {
   }
   /* New scopes in the order they were numbered, as the triggers would insert them. */
   for (i = 0; rc == SQLITE_OK && i < p->nScope; i++) rc = iwApplyScope(db, p, &p->aScope[i]);
+  return rc;
+}
+
+/* ---- Rebuild ---- */
+
+/* Rows between two progress reports, and between two flushes of the queues (which
+** bounds the memory a rebuild needs). */
+#define REBUILD_STEP 8192
+
+int evidenceIndexRebuild(sqlite3 *db, EvidenceIndexWriter *p, int (*xProgress)(void *, int64_t, int64_t),
+                         void *pArg) {
+  static const char zEmpty[] =
+      "DELETE FROM evidence_index_postings; DELETE FROM evidence_index_expiry;"
+      " DELETE FROM evidence_index_docs; DELETE FROM evidence_index_scopes;";
+  sqlite3_stmt *pStmt = 0, *pAll = 0;
+  int64_t nTotal = 0, nDone = 0;
+  int rc = sqlite3_prepare_v2(db, "SELECT count(*) FROM evidence", -1, &pStmt, 0);
+  if (rc == SQLITE_OK && sqlite3_step(pStmt) == SQLITE_ROW) nTotal = sqlite3_column_int64(pStmt, 0);
+  sqlite3_finalize(pStmt);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db, zEmpty, 0, 0, 0);
+  if (rc == SQLITE_OK) rc = iwStmt(db, p, IW_ALL_ROWS, &pAll);
+  if (rc != SQLITE_OK) return rc;
+  evidenceIndexBegin(p);
+  if (xProgress && xProgress(pArg, 0, nTotal)) rc = SQLITE_INTERRUPT;
+  while (rc == SQLITE_OK && (rc = sqlite3_step(pAll)) == SQLITE_ROW) {
+    IwScope *s = 0;
+    rc = evidenceTokenListBuild(&p->newTokens, sqlite3_column_text(pAll, 4), (size_t)sqlite3_column_bytes(pAll, 4));
+    if (rc == SQLITE_OK) {
+      rc = iwScope(db, p, (const char *)sqlite3_column_text(pAll, 0), (size_t)sqlite3_column_bytes(pAll, 0),
+                   (const char *)sqlite3_column_text(pAll, 1), (size_t)sqlite3_column_bytes(pAll, 1), 1, &s);
+    }
+    if (rc == SQLITE_OK) {
+      rc = iwEnter(db, p, s, (const char *)sqlite3_column_text(pAll, 3), (size_t)sqlite3_column_bytes(pAll, 3),
+                   sqlite3_column_int64(pAll, 2));
+    }
+    if (rc == SQLITE_OK && ++nDone % REBUILD_STEP == 0) {
+      rc = evidenceIndexFinish(db, p);
+      evidenceIndexBegin(p);
+      if (rc == SQLITE_OK && xProgress && xProgress(pArg, nDone, nTotal)) rc = SQLITE_INTERRUPT;
+    }
+  }
+  sqlite3_reset(pAll);
+  if (rc == SQLITE_DONE) rc = evidenceIndexFinish(db, p);
+  evidenceIndexBegin(p);
+  if (rc == SQLITE_OK && xProgress && xProgress(pArg, nDone, nTotal)) rc = SQLITE_INTERRUPT;
   return rc;
 }

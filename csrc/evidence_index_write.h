@@ -24,6 +24,13 @@ int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant,
                         int64_t expires_at, const char *body, size_t body_len);
 int evidenceIndexFinish(sqlite3 *db, EvidenceIndexWriter *p);
 
+/* Rebuilds the whole index from evidence, inside the caller's transaction: the four
+** tables emptied, then every current row entered in evidence's primary-key order (so
+** documents are numbered densely). xProgress (may be 0) hears (done, total) now and
+** then; a non-zero return stops the rebuild with SQLITE_INTERRUPT. */
+int evidenceIndexRebuild(sqlite3 *db, EvidenceIndexWriter *p, int (*xProgress)(void *, int64_t, int64_t),
+                         void *pArg);
+
 /* Whether the last batch's SQLITE_CORRUPT came from the index disagreeing with the
 ** records (a raw write to its tables), not from SQLite: then reindex repairs it. */
 int evidenceIndexWriterBroken(const EvidenceIndexWriter *p);

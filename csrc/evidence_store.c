@@ -617,6 +617,23 @@ int evidence_store_put(EvidenceStore *p, const char *tenant, size_t tenant_len, 
   return storePutRecords(p, &r, 1);
 }
 
+int evidence_store_reindex(EvidenceStore *p, int (*progress)(void *, int64_t, int64_t), void *arg) {
+  const int bOwn = sqlite3_get_autocommit(p->db);
+  int rc = bOwn ? sqlite3_exec(p->db, "BEGIN IMMEDIATE", 0, 0, 0) : SQLITE_OK;
+  if (rc == SQLITE_OK) rc = evidenceBatchReindex(p->db, p->pBatch, progress, arg);
+  if (rc == SQLITE_OK && bOwn) rc = sqlite3_exec(p->db, "COMMIT", 0, 0, 0);
+  if (rc == SQLITE_OK) return rc;
+  if (rc == SQLITE_NOMEM) {
+    storeError(p, rc, "out of memory");
+  } else if (rc == SQLITE_INTERRUPT) {
+    storeError(p, rc, "the rebuild of the token index was stopped; nothing was changed");
+  } else {
+    storeDbError(p, rc);
+  }
+  if (bOwn && !sqlite3_get_autocommit(p->db)) sqlite3_exec(p->db, "ROLLBACK", 0, 0, 0);
+  return rc;
+}
+
 int evidence_store_forget(EvidenceStore *p, const char *tenant, size_t tenant_len, const char *record_id,
                           size_t record_id_len, int *deleted) {
   sqlite3_stmt *pStmt;

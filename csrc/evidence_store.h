@@ -134,6 +134,13 @@ int evidence_store_search(EvidenceStore *store, const char *tenant, size_t tenan
                           size_t revision_len, int64_t now, const char *query, size_t query_len, int limit,
                           EvidenceRows **out);
 
+/* Rebuilds the token index from the current rows: emptied, then every record entered
+** again, numbered densely (what `pyevidence reindex` and the upgrade to schema 5 run).
+** Inside the caller's transaction, or one of its own (all or nothing). progress (may be
+** NULL) is called with (arg, done, total) every few thousand records; a non-zero return
+** stops the rebuild, which then fails with SQLITE_INTERRUPT and changes nothing. */
+int evidence_store_reindex(EvidenceStore *store, int (*progress)(void *, int64_t, int64_t), void *arg);
+
 /* Every eligible record (score 0), ordered by record_id, for scorers that run
 ** outside SQLite. */
 int evidence_store_candidates(EvidenceStore *store, const char *tenant, size_t tenant_len,

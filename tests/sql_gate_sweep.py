@@ -30,6 +30,8 @@ SENSIBLE_CALLS = {
     "vec_quantize_binary": "SELECT vec_quantize_binary(vec_f32('[1, -1, 2, -2, 0, 1, 1, -1]'))",
     "vec_quantize_int8": "SELECT vec_quantize_int8(vec_f32('[0.5, -0.5]'), 'unit')",
     "vec_slice": "SELECT vec_slice(vec_f32('[1, 2, 3]'), 0, 2)",
+    "evidence_docset_with": "SELECT evidence_docset_with(NULL, 7)",
+    "evidence_docset_without": "SELECT evidence_docset_without(x'07000900', 7)",
 }
 
 

@@ -41,6 +41,8 @@ def cdef_from_header(header: Path) -> str:
 
 ffibuilder = FFI()
 ffibuilder.cdef(cdef_from_header(HEADER))
+# Python's side of evidence_store_reindex's progress callback (native_engine.py).
+ffibuilder.cdef('extern "Python" int evidence_reindex_progress(void *, int64_t, int64_t);')
 ffibuilder.set_source(
     "pyevidence.storage._native",
     '#include "evidence_store.h"',

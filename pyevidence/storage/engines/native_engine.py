@@ -205,6 +205,19 @@ class NativeEngine:
         finally:
             lib.evidence_rows_free(out[0])
 
+    def rebuild_index(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Rebuilds the token index from the current rows in C (evidence_store_reindex), in
+        the open transaction or one of its own; ``progress(done, total)`` hears how far it
+        is. An exception raised by ``progress`` stops the rebuild, changes nothing, and
+        is raised here."""
+        raised: list[BaseException] = []
+        handle = ffi.new_handle((progress, raised))
+        callback = lib.evidence_reindex_progress if progress is not None else ffi.NULL
+        rc = lib.evidence_store_reindex(self._store, callback, handle)
+        if raised:
+            raise raised[0]
+        self._check(rc, "reindex", writing=True)
+
     def candidates(self, tenant: str, revision: str, now: int) -> list[Candidate]:
         t, v = _utf8(tenant), _utf8(revision)
         out = ffi.new("EvidenceRows **")
@@ -265,6 +278,19 @@ class NativeEngine:
         if self._store != ffi.NULL:
             ffi.release(self._store)  # runs evidence_store_close now, and never again
             self._store = ffi.NULL
+
+
+@ffi.def_extern()  # type: ignore[misc]
+def evidence_reindex_progress(handle: Any, done: int, total: int) -> int:
+    """evidence_store_reindex's progress callback: calls the caller's function; an
+    exception it raises is kept for rebuild_index to raise, and stops the rebuild."""
+    progress, raised = ffi.from_handle(handle)
+    try:
+        progress(int(done), int(total))
+    except BaseException as exc:  # noqa: BLE001 - handed back to rebuild_index, never lost
+        raised.append(exc)
+        return 1
+    return 0
 
 
 def _candidate(row: Any) -> Candidate:
