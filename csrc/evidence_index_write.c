@@ -39,6 +39,8 @@ enum {
   IW_SCOPE_INSERT,
   IW_SCOPE_UPDATE,
   IW_ALL_ROWS,
+  IW_POSTING_MERGE,
+  IW_EXPIRY_ADD,
   N_IW_STMT
 };
 
@@ -62,6 +64,11 @@ static const char *const azIwSql[N_IW_STMT] = {
     "UPDATE evidence_index_scopes SET docs = ?2, next_doc = ?3 WHERE scope = ?1",
     "SELECT tenant, revision, expires_at, record_id, body FROM evidence"
     " ORDER BY tenant, revision, expires_at, record_id",
+    /* documents only added: merged in one statement, without reading the docset first */
+    "INSERT INTO evidence_index_postings (scope, token, chunk, docs) VALUES (?1, ?2, ?3, ?4)"
+    " ON CONFLICT (scope, token, chunk) DO UPDATE SET docs = evidence_docset_union(docs, excluded.docs)",
+    "INSERT INTO evidence_index_expiry (scope, level, bucket, rows) VALUES (?1, ?2, ?3, ?4)"
+    " ON CONFLICT (scope, level, bucket) DO UPDATE SET rows = rows + excluded.rows",
 };
 
 #define EXPIRY_LEVELS 8
@@ -78,16 +85,23 @@ typedef struct IwScope {
   int bNew;                      /* created by this batch: inserted at the end */
 } IwScope;
 
-/* One change to a docset: document doc of scope gains (bAdd) or loses the token
-** tokOff/tokLen of the arena. seq keeps the changes of one docset in order. */
+/* One change to a docset: document doc of scope gains (bAdd) or loses token tok (an
+** index into the batch's distinct tokens; rank is its place in byte order, set by
+** Finish). seq keeps the changes of one docset in order. */
 typedef struct IwPosting {
   int64_t scope;
   int64_t doc;
-  size_t tokOff, tokLen;
-  const char *zTok; /* set by Finish, once the arena no longer moves */
+  uint32_t tok;
+  uint32_t rank;
   size_t seq;
   int bAdd;
 } IwPosting;
+
+/* A distinct token of the batch: its bytes in the arena. */
+typedef struct IwToken {
+  size_t off, len;
+  uint64_t hash;
+} IwToken;
 
 typedef struct IwExpiry {
   int64_t scope;
@@ -106,6 +120,10 @@ struct EvidenceIndexWriter {
   size_t nPost, nPostAlloc;
   char *zArena;
   size_t nArena, nArenaAlloc;
+  IwToken *aTok; /* the batch's distinct tokens */
+  uint32_t nTok, nTokAlloc;
+  uint32_t *aSlot; /* open addressing over aTok: index + 1, 0 for empty */
+  uint32_t nSlot;  /* a power of two, at least twice nTok */
   IwExpiry *aExp;
   size_t nExp, nExpAlloc;
   EvidenceTokenList oldTokens, newTokens;
@@ -145,6 +163,8 @@ void evidenceIndexWriterFree(EvidenceIndexWriter *p) {
   sqlite3_free(p->aScope);
   sqlite3_free(p->aPost);
   sqlite3_free(p->zArena);
+  sqlite3_free(p->aTok);
+  sqlite3_free(p->aSlot);
   sqlite3_free(p->aExp);
   evidenceTokenListFree(&p->oldTokens);
   evidenceTokenListFree(&p->newTokens);
@@ -156,6 +176,8 @@ void evidenceIndexBegin(EvidenceIndexWriter *p) {
   p->nextScope = 0;
   p->nPost = 0;
   p->nArena = 0;
+  p->nTok = 0;
+  if (p->aSlot) memset(p->aSlot, 0, p->nSlot * sizeof(uint32_t));
   p->nExp = 0;
   p->bBroken = 0;
 }
@@ -262,14 +284,49 @@ static int iwScope(sqlite3 *db, EvidenceIndexWriter *p, const char *zTenant, siz
   return SQLITE_OK;
 }
 
-static int iwQueuePosting(EvidenceIndexWriter *p, int64_t scope, int64_t doc, const char *zTok, size_t nTok, int bAdd) {
-  IwPosting *o;
-  if (p->nPost == p->nPostAlloc) {
-    size_t nNew = p->nPostAlloc ? 2 * p->nPostAlloc : 1024;
-    IwPosting *aNew = sqlite3_realloc64(p->aPost, nNew * sizeof(IwPosting));
+static uint64_t iwHash(const char *z, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  size_t i;
+  for (i = 0; i < n; i++) h = (h ^ (unsigned char)z[i]) * 0x100000001b3ULL; /* FNV-1a */
+  return h;
+}
+
+/* Doubles the slot table (or makes the first one) and places every token again. */
+static int iwGrowSlots(EvidenceIndexWriter *p) {
+  uint32_t nNew = p->nSlot ? 2 * p->nSlot : 4096, i;
+  uint32_t *aNew = sqlite3_malloc64((size_t)nNew * sizeof(uint32_t));
+  if (aNew == 0) return SQLITE_NOMEM;
+  memset(aNew, 0, (size_t)nNew * sizeof(uint32_t));
+  for (i = 0; i < p->nTok; i++) {
+    uint32_t k = (uint32_t)p->aTok[i].hash & (nNew - 1);
+    while (aNew[k]) k = (k + 1) & (nNew - 1);
+    aNew[k] = i + 1;
+  }
+  sqlite3_free(p->aSlot);
+  p->aSlot = aNew;
+  p->nSlot = nNew;
+  return SQLITE_OK;
+}
+
+/* The batch's number for token zTok, added on first sight. */
+static int iwToken(EvidenceIndexWriter *p, const char *zTok, size_t nTok, uint32_t *pTok) {
+  uint64_t h = iwHash(zTok, nTok);
+  uint32_t k;
+  IwToken *t;
+  if (2 * (p->nTok + 1) > p->nSlot && iwGrowSlots(p) != SQLITE_OK) return SQLITE_NOMEM;
+  for (k = (uint32_t)h & (p->nSlot - 1); p->aSlot[k]; k = (k + 1) & (p->nSlot - 1)) {
+    t = &p->aTok[p->aSlot[k] - 1];
+    if (t->hash == h && t->len == nTok && memcmp(p->zArena + t->off, zTok, nTok) == 0) {
+      *pTok = p->aSlot[k] - 1;
+      return SQLITE_OK;
+    }
+  }
+  if (p->nTok == p->nTokAlloc) {
+    uint32_t nNew = p->nTokAlloc ? 2 * p->nTokAlloc : 1024;
+    IwToken *aNew = sqlite3_realloc64(p->aTok, (size_t)nNew * sizeof(IwToken));
     if (aNew == 0) return SQLITE_NOMEM;
-    p->aPost = aNew;
-    p->nPostAlloc = nNew;
+    p->aTok = aNew;
+    p->nTokAlloc = nNew;
   }
   if (p->nArena + nTok > p->nArenaAlloc) {
     size_t nNew = p->nArenaAlloc ? 2 * p->nArenaAlloc : 65536;
@@ -281,15 +338,35 @@ static int iwQueuePosting(EvidenceIndexWriter *p, int64_t scope, int64_t doc, co
     p->nArenaAlloc = nNew;
   }
   memcpy(p->zArena + p->nArena, zTok, nTok);
+  t = &p->aTok[p->nTok];
+  t->off = p->nArena;
+  t->len = nTok;
+  t->hash = h;
+  p->nArena += nTok;
+  p->aSlot[k] = p->nTok + 1;
+  *pTok = p->nTok++;
+  return SQLITE_OK;
+}
+
+static int iwQueuePosting(EvidenceIndexWriter *p, int64_t scope, int64_t doc, const char *zTok, size_t nTok, int bAdd) {
+  IwPosting *o;
+  uint32_t tok;
+  int rc = iwToken(p, zTok, nTok, &tok);
+  if (rc != SQLITE_OK) return rc;
+  if (p->nPost == p->nPostAlloc) {
+    size_t nNew = p->nPostAlloc ? 2 * p->nPostAlloc : 1024;
+    IwPosting *aNew = sqlite3_realloc64(p->aPost, nNew * sizeof(IwPosting));
+    if (aNew == 0) return SQLITE_NOMEM;
+    p->aPost = aNew;
+    p->nPostAlloc = nNew;
+  }
   o = &p->aPost[p->nPost];
   o->scope = scope;
   o->doc = doc;
-  o->tokOff = p->nArena;
-  o->tokLen = nTok;
-  o->zTok = 0;
+  o->tok = tok;
+  o->rank = 0;
   o->seq = p->nPost;
   o->bAdd = bAdd;
-  p->nArena += nTok;
   p->nPost++;
   return SQLITE_OK;
 }
@@ -454,14 +531,38 @@ int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant,
 
 static int comparePosting(const void *pa, const void *pb) {
   const IwPosting *a = pa, *b = pb;
-  int c;
   if (a->scope != b->scope) return a->scope < b->scope ? -1 : 1;
-  c = compareBytes(a->zTok, a->tokLen, b->zTok, b->tokLen);
-  if (c) return c;
+  if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
   if ((a->doc >> EVIDENCE_CHUNK_BITS) != (b->doc >> EVIDENCE_CHUNK_BITS)) {
     return (a->doc >> EVIDENCE_CHUNK_BITS) < (b->doc >> EVIDENCE_CHUNK_BITS) ? -1 : 1;
   }
   return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Ranks the batch's distinct tokens in byte order (a merge sort: qsort has no context
+** argument in C11), so the docsets are written in the table's key order. */
+static int iwRankTokens(EvidenceIndexWriter *p, uint32_t **paRank) {
+  uint32_t *aIdx = sqlite3_malloc64((size_t)p->nTok * 3 * sizeof(uint32_t) + 1), *aTmp, *aRank, width, i;
+  *paRank = aIdx;
+  if (aIdx == 0) return SQLITE_NOMEM;
+  aTmp = aIdx + p->nTok;
+  aRank = aTmp + p->nTok;
+  for (i = 0; i < p->nTok; i++) aIdx[i] = i;
+  for (width = 1; width < p->nTok; width *= 2) {
+    for (i = 0; i < p->nTok; i += 2 * width) {
+      uint32_t lo = i, mid = i + width < p->nTok ? i + width : p->nTok;
+      uint32_t hi = i + 2 * width < p->nTok ? i + 2 * width : p->nTok, a = lo, b = mid, k = lo;
+      while (a < mid && b < hi) {
+        const IwToken *x = &p->aTok[aIdx[a]], *y = &p->aTok[aIdx[b]];
+        aTmp[k++] = compareBytes(p->zArena + x->off, x->len, p->zArena + y->off, y->len) <= 0 ? aIdx[a++] : aIdx[b++];
+      }
+      while (a < mid) aTmp[k++] = aIdx[a++];
+      while (b < hi) aTmp[k++] = aIdx[b++];
+    }
+    memcpy(aIdx, aTmp, (size_t)p->nTok * sizeof(uint32_t));
+  }
+  for (i = 0; i < p->nTok; i++) aRank[aIdx[i]] = i;
+  return SQLITE_OK;
 }
 
 static int compareExpiry(const void *pa, const void *pb) {
@@ -471,18 +572,36 @@ static int compareExpiry(const void *pa, const void *pb) {
   return a->bucket < b->bucket ? -1 : a->bucket > b->bucket;
 }
 
-/* Applies the changes aPost[i..j) to their one docset. */
+/* Applies the changes aPost[0..n) to their one docset. */
 static int iwApplyDocset(sqlite3 *db, EvidenceIndexWriter *p, const IwPosting *aPost, size_t n) {
   uint64_t aWord[EVIDENCE_CHUNK_WORDS];
   unsigned char aOut[EVIDENCE_DOCSET_BITSET_BYTES];
   const IwPosting *o = &aPost[0];
+  const IwToken *t = &p->aTok[o->tok];
+  const char *zTok = p->zArena + t->off;
   int64_t chunk = o->doc >> EVIDENCE_CHUNK_BITS;
   sqlite3_stmt *pStmt = 0;
   size_t i, nOut;
-  int bHad = 0;
-  int rc = iwStmt(db, p, IW_POSTING_READ, &pStmt);
+  int bHad = 0, bOnlyAdds = 1;
+  int rc;
+  for (i = 0; i < n; i++) bOnlyAdds &= aPost[i].bAdd;
+  if (bOnlyAdds) { /* the common case, every new record: one upsert that merges */
+    memset(aWord, 0, sizeof(aWord));
+    for (i = 0; i < n; i++) {
+      int d = (int)(aPost[i].doc & (EVIDENCE_CHUNK_DOCS - 1));
+      aWord[d >> 6] |= (uint64_t)1 << (d & 63);
+    }
+    nOut = evidenceDocsetEncode(aWord, aOut);
+    rc = iwStmt(db, p, IW_POSTING_MERGE, &pStmt);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, o->scope);
+    if (rc == SQLITE_OK) rc = bindText(pStmt, 2, zTok, t->len);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, chunk);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_blob(pStmt, 4, aOut, (int)nOut, SQLITE_STATIC);
+    return iwRun(pStmt, rc);
+  }
+  rc = iwStmt(db, p, IW_POSTING_READ, &pStmt);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, o->scope);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 2, o->zTok, o->tokLen);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 2, zTok, t->len);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, chunk);
   if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
   if (rc == SQLITE_ROW) {
@@ -508,7 +627,7 @@ static int iwApplyDocset(sqlite3 *db, EvidenceIndexWriter *p, const IwPosting *a
   if (nOut == 0 && !bHad) return SQLITE_OK;
   rc = iwStmt(db, p, nOut ? IW_POSTING_WRITE : IW_POSTING_DELETE, &pStmt);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, o->scope);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 2, o->zTok, o->tokLen);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 2, zTok, t->len);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, chunk);
   if (rc == SQLITE_OK && nOut) rc = sqlite3_bind_blob(pStmt, 4, aOut, (int)nOut, SQLITE_STATIC);
   return iwRun(pStmt, rc);
@@ -517,7 +636,16 @@ static int iwApplyDocset(sqlite3 *db, EvidenceIndexWriter *p, const IwPosting *a
 static int iwApplyExpiry(sqlite3 *db, EvidenceIndexWriter *p, const IwExpiry *e, int64_t delta) {
   sqlite3_stmt *pStmt = 0;
   int64_t rows = 0;
-  int rc = iwStmt(db, p, IW_EXPIRY_READ, &pStmt);
+  int rc;
+  if (delta > 0) { /* rows only added: one upsert */
+    rc = iwStmt(db, p, IW_EXPIRY_ADD, &pStmt);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, e->scope);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int(pStmt, 2, e->level);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, e->bucket);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 4, delta);
+    return iwRun(pStmt, rc);
+  }
+  rc = iwStmt(db, p, IW_EXPIRY_READ, &pStmt);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, e->scope);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int(pStmt, 2, e->level);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, e->bucket);
@@ -561,16 +689,20 @@ static int iwApplyScope(sqlite3 *db, EvidenceIndexWriter *p, const IwScope *s) {
 }
 
 int evidenceIndexFinish(sqlite3 *db, EvidenceIndexWriter *p) {
+  uint32_t *aRank = 0;
   size_t i, j;
-  int rc = SQLITE_OK;
-  for (i = 0; i < p->nPost; i++) p->aPost[i].zTok = p->zArena + p->aPost[i].tokOff;
-  qsort(p->aPost, p->nPost, sizeof(IwPosting), comparePosting);
+  int rc = p->nPost ? iwRankTokens(p, &aRank) : SQLITE_OK;
+  if (rc == SQLITE_OK && p->nPost) {
+    const uint32_t *aByTok = aRank + 2 * (size_t)p->nTok;
+    for (i = 0; i < p->nPost; i++) p->aPost[i].rank = aByTok[p->aPost[i].tok];
+    qsort(p->aPost, p->nPost, sizeof(IwPosting), comparePosting);
+  }
+  sqlite3_free(aRank);
   for (i = 0; rc == SQLITE_OK && i < p->nPost; i = j) {
     const IwPosting *a = &p->aPost[i];
     for (j = i + 1; j < p->nPost; j++) {
       const IwPosting *b = &p->aPost[j];
-      if (b->scope != a->scope || (b->doc >> EVIDENCE_CHUNK_BITS) != (a->doc >> EVIDENCE_CHUNK_BITS) ||
-          !sameText(a->zTok, a->tokLen, b->zTok, b->tokLen)) {
+      if (b->scope != a->scope || b->tok != a->tok || (b->doc >> EVIDENCE_CHUNK_BITS) != (a->doc >> EVIDENCE_CHUNK_BITS)) {
         break;
       }
     }
