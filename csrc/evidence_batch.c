@@ -54,7 +54,7 @@ static const char *const azBatchSql[N_BATCH_STMT] = {
 struct EvidenceBatch {
   sqlite3_stmt *aStmt[N_BATCH_STMT];
   EvidenceIndexWriter *pIndex; /* the token index, kept in step with the current rows */
-  int bWriting; /* the writer's own statements are running: evidence_writer_vouches() is 1 */
+  int bWriting;                /* the writer's own statements are running: evidence_writer_vouches() is 1 */
 };
 
 /* What the batch computed for one record: its version and hashes. */
@@ -321,8 +321,8 @@ int evidenceBatchPut(sqlite3 *db, EvidenceBatch *p, const EvidencePut *aRec, siz
     const EvidencePut *r = apCurrent[i];
     size_t iRec = (size_t)(r - aRec);
     /* the index first: it reads the current row this one replaces */
-    rc = evidenceIndexRecord(db, p->pIndex, r->tenant, r->tenant_len, r->record_id, r->record_id_len, r->revision,
-                             r->revision_len, r->expires_at, r->body, r->body_len);
+    rc = evidenceIndexRecord(db, p->pIndex, r->tenant, r->tenant_len, r->record_id, r->record_id_len,
+                             r->revision, r->revision_len, r->expires_at, r->body, r->body_len);
     if (rc == SQLITE_OK) rc = batchWriteCurrent(db, p, r, &aVer[iRec]);
   }
   if (rc == SQLITE_OK) rc = evidenceIndexFinish(db, p->pIndex);
@@ -362,7 +362,8 @@ void evidenceBatchFree(EvidenceBatch *p) {
   sqlite3_free(p);
 }
 
-int evidenceBatchReindex(sqlite3 *db, EvidenceBatch *p, int (*xProgress)(void *, int64_t, int64_t), void *pArg) {
+int evidenceBatchReindex(sqlite3 *db, EvidenceBatch *p, int (*xProgress)(void *, int64_t, int64_t),
+                         void *pArg) {
   return evidenceIndexRebuild(db, p->pIndex, xProgress, pArg);
 }
 

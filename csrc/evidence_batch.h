@@ -42,7 +42,8 @@ int evidenceBatchPut(sqlite3 *db, EvidenceBatch *pBatch, const EvidencePut *aRec
 void evidenceBatchFree(EvidenceBatch *pBatch);
 
 /* Rebuilds the token index from the current rows (evidence_index_write.c). */
-int evidenceBatchReindex(sqlite3 *db, EvidenceBatch *pBatch, int (*xProgress)(void *, int64_t, int64_t), void *pArg);
+int evidenceBatchReindex(sqlite3 *db, EvidenceBatch *pBatch, int (*xProgress)(void *, int64_t, int64_t),
+                         void *pArg);
 
 /* After a batch failed with SQLITE_CORRUPT: 1 when the token index disagreed with the
 ** records (a raw write to its tables; `pyevidence reindex` repairs it), 0 when SQLite did. */

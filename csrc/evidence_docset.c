@@ -149,8 +149,8 @@ int evidenceTokenListBuild(EvidenceTokenList *p, const unsigned char *z, size_t 
   tokenListSort(p, aIdx, aStart, p->nToken);
   for (i = 0; i < p->nToken; i++) {
     size_t k = aIdx[i];
-    if (nOut > 0 && compareBytes(p->zText + aStart[nOut - 1], aLen[nOut - 1], p->zText + p->aStart[k],
-                                 p->aLen[k]) == 0) {
+    if (nOut > 0 &&
+        compareBytes(p->zText + aStart[nOut - 1], aLen[nOut - 1], p->zText + p->aStart[k], p->aLen[k]) == 0) {
       continue;
     }
     aStart[nOut] = p->aStart[k];
@@ -268,7 +268,8 @@ static void docsetUnionFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv
   uint64_t aA[EVIDENCE_CHUNK_WORDS], aB[EVIDENCE_CHUNK_WORDS];
   int i;
   (void)argc;
-  if (docsetArg(ctx, argv[0], aA, "evidence_docset_union") || docsetArg(ctx, argv[1], aB, "evidence_docset_union"))
+  if (docsetArg(ctx, argv[0], aA, "evidence_docset_union") ||
+      docsetArg(ctx, argv[1], aB, "evidence_docset_union"))
     return;
   for (i = 0; i < EVIDENCE_CHUNK_WORDS; i++) aA[i] |= aB[i];
   docsetResult(ctx, aA);
@@ -280,8 +281,11 @@ int evidenceDocsetRegister(sqlite3 *db) {
   const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
   static int bWith = 1;
   int rc = sqlite3_create_function(db, "evidence_token_list", 1, flags, 0, tokenListFunc, 0, 0);
-  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "evidence_docset_with", 2, flags, &bWith, docsetEditFunc, 0, 0);
-  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "evidence_docset_without", 2, flags, 0, docsetEditFunc, 0, 0);
-  if (rc == SQLITE_OK) rc = sqlite3_create_function(db, "evidence_docset_union", 2, flags, 0, docsetUnionFunc, 0, 0);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function(db, "evidence_docset_with", 2, flags, &bWith, docsetEditFunc, 0, 0);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function(db, "evidence_docset_without", 2, flags, 0, docsetEditFunc, 0, 0);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function(db, "evidence_docset_union", 2, flags, 0, docsetUnionFunc, 0, 0);
   return rc;
 }

@@ -14,7 +14,7 @@
 #define EVIDENCE_CHUNK_BITS 12
 #define EVIDENCE_CHUNK_DOCS (1 << EVIDENCE_CHUNK_BITS) /* documents per chunk: 4096 */
 #define EVIDENCE_CHUNK_WORDS (EVIDENCE_CHUNK_DOCS / 64)
-#define EVIDENCE_DOCSET_BITSET_BYTES (EVIDENCE_CHUNK_DOCS / 8) /* 512 */
+#define EVIDENCE_DOCSET_BITSET_BYTES (EVIDENCE_CHUNK_DOCS / 8)            /* 512 */
 #define EVIDENCE_DOCSET_MAX_LISTED (EVIDENCE_DOCSET_BITSET_BYTES / 2 - 1) /* 255 */
 
 /* Reads the docset z[0..n) into aWord (bit d of the chunk is aWord[d >> 6] bit d & 63).

@@ -80,9 +80,9 @@ typedef struct IwScope {
   const char *zRevision;
   size_t nRevision;
   int64_t scope;
-  int64_t docs, nextDoc;         /* as the batch leaves them */
-  int64_t docsWas, nextDocWas;   /* as the batch found them */
-  int bNew;                      /* created by this batch: inserted at the end */
+  int64_t docs, nextDoc;       /* as the batch leaves them */
+  int64_t docsWas, nextDocWas; /* as the batch found them */
+  int bNew;                    /* created by this batch: inserted at the end */
 } IwScope;
 
 /* One change to a docset: document doc of scope gains (bAdd) or loses token tok (an
@@ -218,8 +218,8 @@ static int sameText(const char *a, size_t na, const char *b, size_t nb) {
 /* The batch's entry for scope (tenant, revision): read from the table on first use,
 ** created (numbered max + 1) when bCreate and the table has none. *ppScope is 0
 ** when the scope does not exist and !bCreate. */
-static int iwScope(sqlite3 *db, EvidenceIndexWriter *p, const char *zTenant, size_t nTenant, const char *zRevision,
-                   size_t nRevision, int bCreate, IwScope **ppScope) {
+static int iwScope(sqlite3 *db, EvidenceIndexWriter *p, const char *zTenant, size_t nTenant,
+                   const char *zRevision, size_t nRevision, int bCreate, IwScope **ppScope) {
   sqlite3_stmt *pStmt = 0;
   IwScope *s;
   size_t i;
@@ -228,7 +228,8 @@ static int iwScope(sqlite3 *db, EvidenceIndexWriter *p, const char *zTenant, siz
   /* A batch touches few scopes, and the records come grouped by scope: search from the end. */
   for (i = p->nScope; i > 0; i--) {
     s = &p->aScope[i - 1];
-    if (sameText(s->zTenant, s->nTenant, zTenant, nTenant) && sameText(s->zRevision, s->nRevision, zRevision, nRevision)) {
+    if (sameText(s->zTenant, s->nTenant, zTenant, nTenant) &&
+        sameText(s->zRevision, s->nRevision, zRevision, nRevision)) {
       *ppScope = s;
       return SQLITE_OK;
     }
@@ -348,7 +349,8 @@ static int iwToken(EvidenceIndexWriter *p, const char *zTok, size_t nTok, uint32
   return SQLITE_OK;
 }
 
-static int iwQueuePosting(EvidenceIndexWriter *p, int64_t scope, int64_t doc, const char *zTok, size_t nTok, int bAdd) {
+static int iwQueuePosting(EvidenceIndexWriter *p, int64_t scope, int64_t doc, const char *zTok, size_t nTok,
+                          int bAdd) {
   IwPosting *o;
   uint32_t tok;
   int rc = iwToken(p, zTok, nTok, &tok);
@@ -372,7 +374,8 @@ static int iwQueuePosting(EvidenceIndexWriter *p, int64_t scope, int64_t doc, co
 }
 
 /* Queues the token's change for every token of list (all of them). */
-static int iwQueueAll(EvidenceIndexWriter *p, int64_t scope, int64_t doc, const EvidenceTokenList *list, int bAdd) {
+static int iwQueueAll(EvidenceIndexWriter *p, int64_t scope, int64_t doc, const EvidenceTokenList *list,
+                      int bAdd) {
   size_t i;
   int rc = SQLITE_OK;
   for (i = 0; rc == SQLITE_OK && i < list->nToken; i++) {
@@ -448,7 +451,8 @@ static int iwDocRow(sqlite3 *db, EvidenceIndexWriter *p, int id, int64_t scope, 
 }
 
 /* The document number of record zId in scope, into *pDoc; SQLITE_CORRUPT if it has none. */
-static int iwDocOf(sqlite3 *db, EvidenceIndexWriter *p, int64_t scope, const char *zId, size_t nId, int64_t *pDoc) {
+static int iwDocOf(sqlite3 *db, EvidenceIndexWriter *p, int64_t scope, const char *zId, size_t nId,
+                   int64_t *pDoc) {
   sqlite3_stmt *pStmt = 0;
   int rc = iwStmt(db, p, IW_DOC, &pStmt);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, scope);
@@ -465,7 +469,8 @@ static int iwDocOf(sqlite3 *db, EvidenceIndexWriter *p, int64_t scope, const cha
 }
 
 /* The new current row enters scope s as a new document. */
-static int iwEnter(sqlite3 *db, EvidenceIndexWriter *p, IwScope *s, const char *zId, size_t nId, int64_t expiresAt) {
+static int iwEnter(sqlite3 *db, EvidenceIndexWriter *p, IwScope *s, const char *zId, size_t nId,
+                   int64_t expiresAt) {
   int64_t doc = s->nextDoc++;
   int rc;
   s->docs++;
@@ -476,8 +481,8 @@ static int iwEnter(sqlite3 *db, EvidenceIndexWriter *p, IwScope *s, const char *
 }
 
 int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant, size_t tenant_len,
-                        const char *record_id, size_t record_id_len, const char *revision, size_t revision_len,
-                        int64_t expires_at, const char *body, size_t body_len) {
+                        const char *record_id, size_t record_id_len, const char *revision,
+                        size_t revision_len, int64_t expires_at, const char *body, size_t body_len) {
   sqlite3_stmt *pOld = 0;
   IwScope *pNew = 0, *pWas = 0;
   int64_t oldExpires = 0, doc = 0;
@@ -498,7 +503,8 @@ int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant,
   }
   /* The record has a current row: its old body's tokens, scope and document number. */
   oldExpires = sqlite3_column_int64(pOld, 1);
-  rc = evidenceTokenListBuild(&p->oldTokens, sqlite3_column_text(pOld, 2), (size_t)sqlite3_column_bytes(pOld, 2));
+  rc = evidenceTokenListBuild(&p->oldTokens, sqlite3_column_text(pOld, 2),
+                              (size_t)sqlite3_column_bytes(pOld, 2));
   if (rc == SQLITE_OK) {
     rc = iwScope(db, p, tenant, tenant_len, (const char *)sqlite3_column_text(pOld, 0),
                  (size_t)sqlite3_column_bytes(pOld, 0), 0, &pWas);
@@ -554,7 +560,8 @@ static int iwRankTokens(EvidenceIndexWriter *p, uint32_t **paRank) {
       uint32_t hi = i + 2 * width < p->nTok ? i + 2 * width : p->nTok, a = lo, b = mid, k = lo;
       while (a < mid && b < hi) {
         const IwToken *x = &p->aTok[aIdx[a]], *y = &p->aTok[aIdx[b]];
-        aTmp[k++] = compareBytes(p->zArena + x->off, x->len, p->zArena + y->off, y->len) <= 0 ? aIdx[a++] : aIdx[b++];
+        aTmp[k++] =
+            compareBytes(p->zArena + x->off, x->len, p->zArena + y->off, y->len) <= 0 ? aIdx[a++] : aIdx[b++];
       }
       while (a < mid) aTmp[k++] = aIdx[a++];
       while (b < hi) aTmp[k++] = aIdx[b++];
@@ -702,7 +709,8 @@ int evidenceIndexFinish(sqlite3 *db, EvidenceIndexWriter *p) {
     const IwPosting *a = &p->aPost[i];
     for (j = i + 1; j < p->nPost; j++) {
       const IwPosting *b = &p->aPost[j];
-      if (b->scope != a->scope || b->tok != a->tok || (b->doc >> EVIDENCE_CHUNK_BITS) != (a->doc >> EVIDENCE_CHUNK_BITS)) {
+      if (b->scope != a->scope || b->tok != a->tok ||
+          (b->doc >> EVIDENCE_CHUNK_BITS) != (a->doc >> EVIDENCE_CHUNK_BITS)) {
         break;
       }
     }
@@ -742,14 +750,15 @@ int evidenceIndexRebuild(sqlite3 *db, EvidenceIndexWriter *p, int (*xProgress)(v
   if (xProgress && xProgress(pArg, 0, nTotal)) rc = SQLITE_INTERRUPT;
   while (rc == SQLITE_OK && (rc = sqlite3_step(pAll)) == SQLITE_ROW) {
     IwScope *s = 0;
-    rc = evidenceTokenListBuild(&p->newTokens, sqlite3_column_text(pAll, 4), (size_t)sqlite3_column_bytes(pAll, 4));
+    rc = evidenceTokenListBuild(&p->newTokens, sqlite3_column_text(pAll, 4),
+                                (size_t)sqlite3_column_bytes(pAll, 4));
     if (rc == SQLITE_OK) {
       rc = iwScope(db, p, (const char *)sqlite3_column_text(pAll, 0), (size_t)sqlite3_column_bytes(pAll, 0),
                    (const char *)sqlite3_column_text(pAll, 1), (size_t)sqlite3_column_bytes(pAll, 1), 1, &s);
     }
     if (rc == SQLITE_OK) {
-      rc = iwEnter(db, p, s, (const char *)sqlite3_column_text(pAll, 3), (size_t)sqlite3_column_bytes(pAll, 3),
-                   sqlite3_column_int64(pAll, 2));
+      rc = iwEnter(db, p, s, (const char *)sqlite3_column_text(pAll, 3),
+                   (size_t)sqlite3_column_bytes(pAll, 3), sqlite3_column_int64(pAll, 2));
     }
     if (rc == SQLITE_OK && ++nDone % REBUILD_STEP == 0) {
       rc = evidenceIndexFinish(db, p);

@@ -20,8 +20,8 @@ void evidenceIndexWriterFree(EvidenceIndexWriter *p);
 ** Finish, which writes the postings, expiry counts and scopes. */
 void evidenceIndexBegin(EvidenceIndexWriter *p);
 int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant, size_t tenant_len,
-                        const char *record_id, size_t record_id_len, const char *revision, size_t revision_len,
-                        int64_t expires_at, const char *body, size_t body_len);
+                        const char *record_id, size_t record_id_len, const char *revision,
+                        size_t revision_len, int64_t expires_at, const char *body, size_t body_len);
 int evidenceIndexFinish(sqlite3 *db, EvidenceIndexWriter *p);
 
 /* Rebuilds the whole index from evidence, inside the caller's transaction: the four

@@ -81,8 +81,8 @@ typedef struct Search {
   EvidenceSearcher *p;
   char **pzErr;
   int64_t scope, docs, nextDoc, now;
-  size_t nChunk; /* chunks of 4096 documents: next_doc rounded up */
-  int nPlane;    /* bits of the highest possible score */
+  size_t nChunk;    /* chunks of 4096 documents: next_doc rounded up */
+  int nPlane;       /* bits of the highest possible score */
   uint64_t *aPlane; /* word w of plane b of chunk c: aPlane[(c * nPlane + b) * 64 + w] */
   uint64_t *aMask;  /* one bit per document: a set being worked on */
   EvidenceSearchResult *pOut;
@@ -117,8 +117,9 @@ static int searchStmt(Search *s, int id, sqlite3_stmt **ppStmt) {
 }
 
 static int indexOutOfStep(Search *s) {
-  return searchError(s, SQLITE_CORRUPT,
-                     "the token index disagrees with the stored records; rebuild it with `pyevidence reindex`");
+  return searchError(
+      s, SQLITE_CORRUPT,
+      "the token index disagrees with the stored records; rebuild it with `pyevidence reindex`");
 }
 
 /* Rows of the scope with bucket lo..hi at level; added to *pn. */
@@ -177,11 +178,13 @@ static int searchScore(Search *s, const EvidenceTokenList *pQuery) {
   int rc = searchStmt(s, S_POSTINGS, &pStmt);
   for (i = 0; rc == SQLITE_OK && i < pQuery->nToken; i++) {
     sqlite3_bind_int64(pStmt, 1, s->scope);
-    sqlite3_bind_text64(pStmt, 2, pQuery->zText + pQuery->aStart[i], pQuery->aLen[i], SQLITE_STATIC, SQLITE_UTF8);
+    sqlite3_bind_text64(pStmt, 2, pQuery->zText + pQuery->aStart[i], pQuery->aLen[i], SQLITE_STATIC,
+                        SQLITE_UTF8);
     while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
       int64_t c = sqlite3_column_int64(pStmt, 0);
       if (c < 0 || (uint64_t)c >= s->nChunk ||
-          evidenceDocsetDecode(sqlite3_column_blob(pStmt, 1), (size_t)sqlite3_column_bytes(pStmt, 1), aWord)) {
+          evidenceDocsetDecode(sqlite3_column_blob(pStmt, 1), (size_t)sqlite3_column_bytes(pStmt, 1),
+                               aWord)) {
         sqlite3_reset(pStmt);
         return indexOutOfStep(s);
       }
@@ -194,7 +197,8 @@ static int searchScore(Search *s, const EvidenceTokenList *pQuery) {
 }
 
 /* Word w of chunk c's plane b. */
-#define PLANE(s, c, b, w) ((s)->aPlane[((c) * (size_t)(s)->nPlane + (size_t)(b)) * EVIDENCE_CHUNK_WORDS + (w)])
+#define PLANE(s, c, b, w) \
+  ((s)->aPlane[((c) * (size_t)(s)->nPlane + (size_t)(b)) * EVIDENCE_CHUNK_WORDS + (w)])
 
 /* The highest score below `below` that any document has (0: none). Leaves no state. */
 static int64_t searchMaxBelow(Search *s, int64_t below) {
@@ -221,10 +225,12 @@ static int64_t searchMaxBelow(Search *s, int64_t below) {
   /* then narrow to the documents with the highest score, bit by bit from the top */
   for (b = s->nPlane - 1; b >= 0; b--) {
     uint64_t any = 0;
-    for (i = 0; i < nWord && !any; i++) any = s->aMask[i] & PLANE(s, i / EVIDENCE_CHUNK_WORDS, b, i % EVIDENCE_CHUNK_WORDS);
+    for (i = 0; i < nWord && !any; i++)
+      any = s->aMask[i] & PLANE(s, i / EVIDENCE_CHUNK_WORDS, b, i % EVIDENCE_CHUNK_WORDS);
     if (!any) continue;
     best |= (int64_t)1 << b;
-    for (i = 0; i < nWord; i++) s->aMask[i] &= PLANE(s, i / EVIDENCE_CHUNK_WORDS, b, i % EVIDENCE_CHUNK_WORDS);
+    for (i = 0; i < nWord; i++)
+      s->aMask[i] &= PLANE(s, i / EVIDENCE_CHUNK_WORDS, b, i % EVIDENCE_CHUNK_WORDS);
   }
   return best;
 }
@@ -269,7 +275,8 @@ static int compareHitIds(const void *pa, const void *pb) {
 }
 
 static int isSet(const Search *s, int64_t doc) {
-  return doc >= 0 && (uint64_t)doc < s->nChunk * EVIDENCE_CHUNK_DOCS && ((s->aMask[doc >> 6] >> (doc & 63)) & 1);
+  return doc >= 0 && (uint64_t)doc < s->nChunk * EVIDENCE_CHUNK_DOCS &&
+         ((s->aMask[doc >> 6] >> (doc & 63)) & 1);
 }
 
 /* The tied documents of aMask, few of them: each looked up, the live ones sorted by

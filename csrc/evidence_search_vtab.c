@@ -77,10 +77,11 @@ static int svConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
   (void)pAux;
   (void)argc;
   (void)pzErr;
-  rc = sqlite3_declare_vtab(db,
-                            "CREATE TABLE x(record_id TEXT, revision TEXT, kind TEXT, score INTEGER, citation TEXT,"
-                            " body TEXT, expires_at INTEGER, version TEXT, eligible_count INTEGER,"
-                            " tenant HIDDEN, scope_revision HIDDEN, now HIDDEN, query HIDDEN, result_limit HIDDEN)");
+  rc = sqlite3_declare_vtab(
+      db,
+      "CREATE TABLE x(record_id TEXT, revision TEXT, kind TEXT, score INTEGER, citation TEXT,"
+      " body TEXT, expires_at INTEGER, version TEXT, eligible_count INTEGER,"
+      " tenant HIDDEN, scope_revision HIDDEN, now HIDDEN, query HIDDEN, result_limit HIDDEN)");
   if (rc != SQLITE_OK) return rc;
   pNew = sqlite3_malloc(sizeof(*pNew));
   if (pNew == 0) return SQLITE_NOMEM;
@@ -160,7 +161,8 @@ static int svNext(sqlite3_vtab_cursor *cur) {
 }
 
 /* Checks the arguments; *piNow and *piLimit receive the integers. */
-static int svCheckArgs(sqlite3_vtab *pVtab, sqlite3_value **argv, sqlite3_int64 *piNow, sqlite3_int64 *piLimit) {
+static int svCheckArgs(sqlite3_vtab *pVtab, sqlite3_value **argv, sqlite3_int64 *piNow,
+                       sqlite3_int64 *piLimit) {
   static const int aWant[SV_N_ARGS] = {SQLITE_TEXT, SQLITE_TEXT, SQLITE_INTEGER, SQLITE_TEXT, SQLITE_INTEGER};
   sqlite3_int64 aInt[SV_N_ARGS] = {0, 0, 0, 0, 0};
   int i;
@@ -181,15 +183,16 @@ static int svCheckArgs(sqlite3_vtab *pVtab, sqlite3_value **argv, sqlite3_int64 
     }
   }
   if (aInt[4] < 1 || aInt[4] > SV_MAX_LIMIT) {
-    return svError(pVtab, SQLITE_ERROR, "evidence_search(): limit must be from 1 to %d, got %lld", SV_MAX_LIMIT,
-                   aInt[4]);
+    return svError(pVtab, SQLITE_ERROR, "evidence_search(): limit must be from 1 to %d, got %lld",
+                   SV_MAX_LIMIT, aInt[4]);
   }
   *piNow = aInt[2];
   *piLimit = aInt[4];
   return SQLITE_OK;
 }
 
-static int svFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv) {
+static int svFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc,
+                    sqlite3_value **argv) {
   SearchCursor *pCur = (SearchCursor *)cur;
   SearchVtab *pTab = (SearchVtab *)cur->pVtab;
   sqlite3_int64 now = 0, limit = 0;
@@ -214,9 +217,10 @@ static int svFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, in
     if (pCur->apArg[i] == 0) return SQLITE_NOMEM;
   }
   if (pCur->pRow == 0) {
-    char *zSql = sqlite3_mprintf("SELECT revision, kind, body, source, expires_at, version, content_hash"
-                                 " FROM \"%w\".evidence WHERE tenant = ?1 AND record_id = ?2",
-                                 pTab->zSchema);
+    char *zSql = sqlite3_mprintf(
+        "SELECT revision, kind, body, source, expires_at, version, content_hash"
+        " FROM \"%w\".evidence WHERE tenant = ?1 AND record_id = ?2",
+        pTab->zSchema);
     if (zSql == 0) return SQLITE_NOMEM;
     rc = sqlite3_prepare_v2(pTab->db, zSql, -1, &pCur->pRow, 0);
     sqlite3_free(zSql);
@@ -225,10 +229,10 @@ static int svFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, in
                      sqlite3_errmsg(pTab->db));
     }
   }
-  rc = evidenceSearch(pTab->pSearcher, (const char *)sqlite3_value_text(argv[0]), (size_t)sqlite3_value_bytes(argv[0]),
-                      (const char *)sqlite3_value_text(argv[1]), (size_t)sqlite3_value_bytes(argv[1]), now,
-                      (const char *)sqlite3_value_text(argv[3]), (size_t)sqlite3_value_bytes(argv[3]), (int)limit,
-                      &pCur->result, &zErr);
+  rc = evidenceSearch(pTab->pSearcher, (const char *)sqlite3_value_text(argv[0]),
+                      (size_t)sqlite3_value_bytes(argv[0]), (const char *)sqlite3_value_text(argv[1]),
+                      (size_t)sqlite3_value_bytes(argv[1]), now, (const char *)sqlite3_value_text(argv[3]),
+                      (size_t)sqlite3_value_bytes(argv[3]), (int)limit, &pCur->result, &zErr);
   if (rc != SQLITE_OK) {
     rc = svError(cur->pVtab, rc, "evidence_search(): %s", zErr ? zErr : sqlite3_errstr(rc));
     sqlite3_free(zErr);
@@ -248,7 +252,9 @@ static int svColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int iCol) {
   const EvidenceSearchHit *h = &pCur->result.aHit[pCur->iHit];
   sqlite3_stmt *pRow = pCur->pRow;
   switch (iCol) {
-    case SV_RECORD_ID: sqlite3_result_text64(ctx, h->zRecordId, h->nRecordId, SQLITE_TRANSIENT, SQLITE_UTF8); break;
+    case SV_RECORD_ID:
+      sqlite3_result_text64(ctx, h->zRecordId, h->nRecordId, SQLITE_TRANSIENT, SQLITE_UTF8);
+      break;
     case SV_REVISION: sqlite3_result_value(ctx, sqlite3_column_value(pRow, 0)); break;
     case SV_KIND: sqlite3_result_value(ctx, sqlite3_column_value(pRow, 1)); break;
     case SV_SCORE: sqlite3_result_int64(ctx, h->score); break;

@@ -51,10 +51,10 @@ struct EvidenceStore {
   sqlite3 *db;
   EvidenceScanStats *pStats; /* evidence_eligible's per-connection row count */
   sqlite3_stmt *aStmt[N_STMT];
-  EvidenceBatch *pBatch; /* the batch writer: its statements and its vouching flag */
+  EvidenceBatch *pBatch;       /* the batch writer: its statements and its vouching flag */
   EvidenceSearcher *pSearcher; /* retrieve through the token index */
-  char *zErr;            /* the last error message, or 0 */
-  char *zDenied;         /* why the read-only gate refused the current query, or 0 */
+  char *zErr;                  /* the last error message, or 0 */
+  char *zDenied;               /* why the read-only gate refused the current query, or 0 */
 };
 
 /* Records an error message; returns rc so callers can `return storeError(...)`. */
@@ -776,8 +776,8 @@ int evidence_store_retrieve(EvidenceStore *p, const char *tenant, size_t tenant_
 }
 
 /* Reads the whole row of each hit of the index search into *out, best first. */
-static int searchRows(EvidenceStore *p, const char *tenant, size_t tenant_len, const EvidenceSearchResult *pFound,
-                      EvidenceRows **out) {
+static int searchRows(EvidenceStore *p, const char *tenant, size_t tenant_len,
+                      const EvidenceSearchResult *pFound, EvidenceRows **out) {
   EvidenceRows *r = sqlite3_malloc(sizeof(*r));
   sqlite3_stmt *pStmt = 0;
   size_t nAlloc = 0;
@@ -797,8 +797,9 @@ static int searchRows(EvidenceStore *p, const char *tenant, size_t tenant_len, c
     if (rc == SQLITE_ROW) {
       rc = rowsAppend(r, pStmt, &nAlloc);
     } else if (rc == SQLITE_DONE) {
-      rc = storeError(p, SQLITE_CORRUPT,
-                      "the token index disagrees with the stored records; rebuild it with `pyevidence reindex`");
+      rc = storeError(
+          p, SQLITE_CORRUPT,
+          "the token index disagrees with the stored records; rebuild it with `pyevidence reindex`");
     } else {
       storeDbError(p, rc);
     }

@@ -270,6 +270,88 @@ static void testPlainNames(void) {
   remove(zName);
 }
 
+/* The same rows and eligible count from the index as from the scan. */
+static int sameRows(const EvidenceRows *a, const EvidenceRows *b) {
+  size_t i;
+  if (a->n_rows != b->n_rows || a->eligible_count != b->eligible_count) return 0;
+  for (i = 0; i < a->n_rows; i++) {
+    const EvidenceRow *x = &a->rows[i], *y = &b->rows[i];
+    if (x->score != y->score || x->record_id_len != y->record_id_len ||
+        memcmp(x->record_id, y->record_id, x->record_id_len) != 0 || x->body_len != y->body_len ||
+        memcmp(x->body, y->body, x->body_len) != 0 || x->version != y->version ||
+        x->expires_at != y->expires_at) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static int nProgress = 0;
+
+static int countProgress(void *pArg, int64_t done, int64_t total) {
+  (void)pArg;
+  nProgress++;
+  return done > total;
+}
+
+static int stopProgress(void *pArg, int64_t done, int64_t total) {
+  (void)pArg;
+  (void)total;
+  return done > 0 || nProgress++ > 0;
+}
+
+static void testSearch(EvidenceStore *p) {
+  static const char *const azQuery[] = {"queue lag", "queue", "disk",  "lag disk queue",
+                                        "nothing",   "",      "QUEUE!"};
+  static const int64_t aNow[] = {-5, 0, 100, 101, 102, 5000};
+  EvidenceRows *a = 0, *b = 0;
+  EvidenceTable *t = 0;
+  size_t q, n;
+  for (q = 0; q < sizeof(azQuery) / sizeof(azQuery[0]); q++) {
+    for (n = 0; n < sizeof(aNow) / sizeof(aNow[0]); n++) {
+      const char *z = azQuery[q];
+      CHECK(evidence_store_search(p, "team-a", 6, "v1", 2, aNow[n], z, strlen(z), 7, &a) == 0);
+      CHECK(evidence_store_retrieve(p, "team-a", 6, "v1", 2, aNow[n], z, strlen(z), 7, &b) == 0);
+      CHECK(a && b && sameRows(a, b));
+      evidence_rows_free(a);
+      evidence_rows_free(b);
+    }
+  }
+  /* A scope that does not exist: nothing eligible, no error. */
+  CHECK(evidence_store_search(p, "nobody", 6, "v1", 2, 0, "queue", 5, 5, &a) == 0);
+  CHECK(a && a->n_rows == 0 && a->eligible_count == 0);
+  evidence_rows_free(a);
+
+  /* Rebuilt, the index answers the same, and the rebuild reports its progress. */
+  nProgress = 0;
+  CHECK(evidence_store_reindex(p, countProgress, 0) == 0);
+  CHECK(nProgress >= 2);
+  CHECK(evidence_store_search(p, "team-a", 6, "v1", 2, 100, "queue lag", 9, 10, &a) == 0);
+  CHECK(evidence_store_retrieve(p, "team-a", 6, "v1", 2, 100, "queue lag", 9, 10, &b) == 0);
+  CHECK(a && b && sameRows(a, b));
+  evidence_rows_free(a);
+  evidence_rows_free(b);
+  /* A progress callback that says stop: SQLITE_INTERRUPT, and the index is as it was. */
+  nProgress = 0;
+  CHECK(evidence_store_reindex(p, stopProgress, 0) == 9 /* SQLITE_INTERRUPT */);
+  CHECK(strstr(evidence_store_errmsg(p), "stopped") != 0);
+  CHECK(evidence_store_search(p, "team-a", 6, "v1", 2, 0, "queue", 5, 3, &a) == 0);
+  CHECK(a && a->n_rows == 3);
+  evidence_rows_free(a);
+
+  /* An index that disagrees with the records: a put is refused whole, naming reindex. */
+  static const char zBreak[] = "DELETE FROM evidence_index_docs WHERE record_id = 'r0001'";
+  static const char zBody[] = "SELECT body FROM evidence WHERE record_id = 'r0001'";
+  CHECK(evidence_store_exec(p, zBreak, strlen(zBreak)) == 0);
+  CHECK(put(p, "team-a", "r0001", "v1", "queue again", 100) == 11 /* SQLITE_CORRUPT */);
+  CHECK(strstr(evidence_store_errmsg(p), "pyevidence reindex") != 0);
+  CHECK(evidence_store_query(p, zBody, strlen(zBody), 0, 0, 1, &t) == 0);
+  CHECK(t && t->n_rows == 1 && t->cells[0].n == 5 && memcmp(t->cells[0].z, "queue", 5) == 0);
+  evidence_table_free(t);
+  CHECK(evidence_store_reindex(p, 0, 0) == 0);
+  CHECK(put(p, "team-a", "r0001", "v1", "queue again", 100) == 0);
+}
+
 int main(int argc, char **argv) {
   EvidenceStore *p = 0;
   char *zSchema;
@@ -281,6 +363,7 @@ int main(int argc, char **argv) {
   CHECK(evidence_store_exec(p, zSchema, strlen(zSchema)) == 0);
   free(zSchema);
   testRetrieve(p);
+  testSearch(p);
   testNulAndForget(p);
   testPutMany(p);
   testQuery(p);
