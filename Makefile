@@ -147,10 +147,10 @@ test-crash: $(VENV)/.installed-dev
 test-load: $(VENV)/.installed-dev
 	LOAD_SECONDS=$${LOAD_SECONDS:-60} $(PY) -m pytest -q -s tests/test_load.py
 
-## fuzz-quick / fuzz: libFuzzer (with ASan+UBSan) on token_overlap and on evidence_eligible's
-## arguments, FUZZ_SECONDS each (30 in make test; `make fuzz` runs 600). Needs clang with libFuzzer
+## fuzz-quick / fuzz: libFuzzer (with ASan+UBSan) on token_overlap, on evidence_eligible's arguments and on
+## docsets and token lists, FUZZ_SECONDS each (30 in make test; `make fuzz` runs 600). Needs clang with libFuzzer
 ## (Debian: apt-get install clang-14 libclang-rt-14-dev). The corpus grows in build/corpus.
-FUZZ_TARGETS := token_overlap eligible
+FUZZ_TARGETS := token_overlap eligible docset
 CLANG ?= $(shell command -v clang-14 || command -v clang || echo clang-14)
 FUZZ_SECONDS ?= 30
 
