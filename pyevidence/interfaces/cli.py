@@ -310,6 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout.write(text)
     if args.command in ("verify", "check") and not output["ok"]:
         if args.command == "check":
+            sys.stdout.flush()  # the report first, then what to do about it
             print(f"pyevidence: error: the token index is out of step; {output['fix']}", file=sys.stderr)
         return EXIT_STORE  # a broken chain or index is the store's problem, reported on stdout as JSON
     return EXIT_OK

@@ -37,7 +37,8 @@ class IndexProgress:
             self._stream.flush()
         elif finished and not self._terminal:
             seconds = now - self._started
-            self._stream.write(f"pyevidence: built the token index: {total:,} records in {seconds:.1f} s\n")
+            records = f"{total:,} record" + ("" if total == 1 else "s")
+            self._stream.write(f"pyevidence: built the token index of {records} in {seconds:.1f} s\n")
             self._stream.flush()
         if finished:
             self._started = None  # a later build (reindex after an upgrade) reports again

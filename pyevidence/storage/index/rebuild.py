@@ -51,10 +51,11 @@ _ENTER_REST_SQL = f"{_ENTER} WHERE ({_KEY}) > (?1, ?2, ?3, ?4) ORDER BY {_KEY}"
 _ENTER_ALL_SQL = f"{_ENTER} ORDER BY {_KEY}"
 
 
-def build(run: Run, progress: Progress | None = None, *, batch: int = BATCH_ROWS) -> IndexRebuild:
-    """Empties the index and enters every current row again; returns what it holds now.
-    ``progress`` is called with (0, total) first, then after each batch, last with
-    (total, total)."""
+def build(run: Run, progress: Progress | None = None, *, batch: int | None = None) -> IndexRebuild:
+    """Empties the index and enters every current row again, ``batch`` rows (default
+    BATCH_ROWS) per statement; returns what it holds now. ``progress`` is called with
+    (0, total) first, then after each batch, last with (total, total)."""
+    batch = BATCH_ROWS if batch is None else batch
     if batch < 1:
         raise ValueError(f"batch must be 1 or more rows, not {batch}")
     started = time.monotonic()
