@@ -19,12 +19,23 @@ from .core.errors import (
     ValidationError,
 )
 from .core.limits import DEFAULT_LIMITS, Limits
-from .core.records import QueryResult, Record, Retrieval, Verification, Version, VersionLookup
+from .core.records import (
+    IndexCheck,
+    IndexRebuild,
+    QueryResult,
+    Record,
+    Retrieval,
+    Verification,
+    Version,
+    VersionLookup,
+)
 from .core.vectors import Embedder, Vector, embedding_list, vector
 from .ranking.scoring import Scorer, SetRanker, TokenScorer, rank, scorer_name
 from .ranking.vector_scoring import InStoreRanker
 from .storage import paths, versions
 from .storage.engines.python_engine import PythonEngine
+from .storage.index import check as index_check
+from .storage.index.rebuild import Progress
 from .storage.paths import StorePath
 
 ENGINES = ("auto", "native", "python", "cluster")
@@ -72,7 +83,7 @@ def _warn_fallback_once(reason: str) -> None:
         warnings.warn(reason, EngineFallbackWarning, stacklevel=4)
 
 
-def _open_engine(path: StorePath, engine: str, read_only: bool) -> Any:
+def _open_engine(path: StorePath, engine: str, read_only: bool, progress: Progress | None) -> Any:
     if not isinstance(engine, str) or engine not in ENGINES:
         raise ValidationError("engine", f"must be one of {', '.join(ENGINES)}; got {engine!r}")
     if engine == "cluster" or paths.is_cluster_url(path):
@@ -90,7 +101,8 @@ def _open_engine(path: StorePath, engine: str, read_only: bool) -> Any:
         else:
             _warn_fallback_once(reason)
     # The path rule (pyevidence/storage/paths.py) is checked after the engine is known to exist.
-    return engine_class(paths.database(path, read_only=read_only), read_only=read_only)
+    where = paths.database(path, read_only=read_only)
+    return engine_class(where, read_only=read_only, progress=progress)
 
 
 class EvidenceStore:
@@ -105,7 +117,9 @@ class EvidenceStore:
     of texts it accepts (see Limits). With ``read_only=True`` an existing store is
     opened as it is: retrieve, query and backup work, put, put_many and forget raise
     StoreError. With an ``embedder`` every put also stores the body's vector, for
-    VectorScorer. A store may be shared between threads: calls on one store are
+    VectorScorer. ``progress``, if given, is called as ``progress(done, total)`` while
+    the token index is built from the stored rows: when opening upgrades an older file
+    (docs/token-index.md) and by ``reindex()``. A store may be shared between threads: calls on one store are
     serialised by a lock. Use it as a context manager or call ``close()``; a store
     collected unclosed closes its connection then, with a ResourceWarning, as
     sqlite3 does.
@@ -119,6 +133,7 @@ class EvidenceStore:
         limits: Limits = DEFAULT_LIMITS,
         read_only: bool = False,
         embedder: Embedder | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self._closed = True  # until the engine is open: nothing for __del__ to close
         shown, target = paths.checked_name(path)
@@ -132,12 +147,17 @@ class EvidenceStore:
             raise ValidationError(
                 "embedder", f"must be a pyevidence.Embedder or None, got {type(embedder).__name__}"
             )
+        if progress is not None and not callable(progress):
+            raise ValidationError(
+                "progress", f"must be a function of (done, total) or None, got {type(progress).__name__}"
+            )
         self._limits = limits
+        self._progress = progress
         self._read_only = read_only
         self._embedder = embedder
         self._shown = shown
         self._lock = threading.Lock()
-        self._engine = _open_engine(path, engine, read_only)
+        self._engine = _open_engine(path, engine, read_only, progress)
         self._closed = False
 
     @property
@@ -335,6 +355,23 @@ class EvidenceStore:
         tenant = validation.tenant(tenant, self._limits)
         with self._engine_locked() as engine, engine.snapshot():
             return versions.verify(engine, tenant)
+
+    def reindex(self) -> IndexRebuild:
+        """Rebuild the token index from the current rows, in one write transaction
+        (docs/token-index.md): the fix for a failed ``check_index()``. Other writers wait
+        for it; readers keep reading the old index until it commits. The store's
+        ``progress`` function, if any, is told how far it has got."""
+        self._writable("reindex")
+        with self._engine_locked() as engine:
+            return engine.reindex(self._progress)  # type: ignore[no-any-return]
+
+    def check_index(self) -> IndexCheck:
+        """Compare the token index with the current rows, in one snapshot: ``ok`` when it
+        answers every query as a rebuild would; otherwise ``problems`` names what
+        differs, and ``reindex()`` repairs it. Reads every current row: slow on a large
+        store, and meant for checks, not for every open."""
+        with self._engine_locked() as engine, engine.snapshot():
+            return index_check.check(engine.select)
 
     def backup(self, dest: StorePath) -> None:
         """Copy the whole database to a new file ``dest`` as one consistent snapshot,

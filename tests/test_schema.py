@@ -121,7 +121,8 @@ def foreign_db(path: Path, script: str) -> bytes:
     ("script", "message"),
     [
         ("CREATE TABLE notes (x);", "already holds notes"),
-        ("CREATE TABLE evidence (x); PRAGMA user_version = 4;", "missing or altered: evidence"),
+        ("CREATE TABLE evidence (x); PRAGMA user_version = 5;", "missing or altered: evidence"),
+        ("CREATE TABLE evidence (x); PRAGMA user_version = 4;", "version 4 but its tables differ"),
         ("CREATE TABLE evidence (x); PRAGMA user_version = 3;", "version 3 but its tables differ"),
         ("CREATE TABLE evidence (x); PRAGMA user_version = 2;", "version 2 but its tables differ"),
         ("CREATE TABLE evidence (x); PRAGMA user_version = 1;", "version 1 but its tables differ"),
@@ -275,16 +276,16 @@ def test_a_file_that_stores_text_as_utf16_is_refused(engine: str, tmp_path: Path
     assert path.read_bytes() == before
 
 
-# ---- the upgrade from schema version 3 (pyevidence 0.3.0)
+# ---- the upgrade from schema version 3 (pyevidence 0.3.0), through 4, to the current one
 
 
-def test_a_version_3_database_is_upgraded_to_version_4(engine: str, tmp_path: Path) -> None:
+def test_a_version_3_database_is_upgraded_to_the_current_version(engine: str, tmp_path: Path) -> None:
     path = tmp_path / "v3.db"
     shutil.copy(FIXTURES / "v3_store.db", path)
     before = path.read_bytes()
     with pytest.raises(
         SchemaError,
-        match="schema version 3, which this release upgrades to 4 when it opens it; "
+        match=f"schema version 3, which this release upgrades to {schema.SCHEMA_VERSION} when it opens it; "
         "open it once without read_only=True to upgrade it",
     ):
         EvidenceStore(path, engine=engine, read_only=True)
@@ -310,7 +311,7 @@ def test_a_version_3_database_is_upgraded_to_version_4(engine: str, tmp_path: Pa
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")
         assert frozenset(rows.fetchall()) == schema.expected_objects()
-        assert conn.execute("PRAGMA user_version").fetchone() == (4,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,)
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         # the vectors of the records untouched since 0.3.0 are kept
         assert conn.execute("SELECT record_id FROM evidence_vectors ORDER BY 1").fetchall() == [

@@ -261,7 +261,7 @@ def test_a_version_2_database_is_upgraded_to_version_3(engine: str, tmp_path: Pa
     conn = sqlite3.connect(path)
     rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")
     assert frozenset(rows.fetchall()) == schema.expected_objects()
-    assert conn.execute("PRAGMA user_version").fetchone() == (4,)
+    assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,)
     conn.close()
 
 

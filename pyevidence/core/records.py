@@ -194,6 +194,68 @@ class Verification:
 
 
 @dataclass(frozen=True)
+class IndexRebuild:
+    """What store.reindex() built: the token index's scopes ((tenant, revision) pairs),
+    its records (one document each) and its postings rows, and the seconds it took."""
+
+    scopes: int
+    records: int
+    postings_rows: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scopes": self.scopes,
+            "records": self.records,
+            "postings_rows": self.postings_rows,
+            "seconds": self.seconds,
+        }
+
+
+@dataclass(frozen=True)
+class IndexProblem:
+    """One way the token index differs from what a rebuild would make. ``kind`` is a
+    stable name (docs/token-index.md lists them); ``tenant`` and ``revision`` name the
+    scope when there is one; ``detail`` says what was found, in words."""
+
+    kind: str
+    tenant: str | None
+    revision: str | None
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "tenant": self.tenant, "revision": self.revision, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class IndexCheck:
+    """The result of store.check_index(): ``ok`` when the token index holds exactly what
+    a rebuild from the current rows would (document numbers aside); otherwise
+    ``problems`` lists the first of them (``problems_found`` counts them all), and
+    ``fix`` says how to repair it."""
+
+    ok: bool
+    scopes_checked: int
+    records_checked: int
+    problems_found: int
+    problems: tuple[IndexProblem, ...]
+
+    @property
+    def fix(self) -> str | None:
+        return None if self.ok else "pyevidence reindex --db FILE (or store.reindex()) rebuilds the index"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "scopes_checked": self.scopes_checked,
+            "records_checked": self.records_checked,
+            "problems_found": self.problems_found,
+            "problems": [p.to_dict() for p in self.problems],
+            "fix": self.fix,
+        }
+
+
+@dataclass(frozen=True)
 class ScorerCost:
     """What a remote scorer spent: on one retrieve (``Retrieval.cost``) or in total
     (``RemoteScorer.totals``). ``requests`` counts HTTP requests sent, retries

@@ -14,6 +14,7 @@ from ..core import validation
 from ..core.errors import ValidationError
 from ..core.records import KINDS
 from ..store import EvidenceStore
+from .progress import IndexProgress
 
 IMPORT_DESCRIPTION = "import records from JSONL or CSV (all or none), or one record per document of a folder"
 EXPORT_DESCRIPTION = "write one tenant's current records (or, with --history, every version) as JSONL"
@@ -111,7 +112,10 @@ def run_import(args: argparse.Namespace) -> dict[str, Any]:
         if args.dry_run and not os.path.exists(args.db):
             opened = EvidenceStore(":memory:", engine=args.engine)
         else:
-            opened = EvidenceStore(args.db, engine=args.engine, read_only=args.dry_run)
+            # Opening may upgrade an older file and build its token index: shown on stderr.
+            opened = EvidenceStore(
+                args.db, engine=args.engine, read_only=args.dry_run, progress=IndexProgress()
+            )
         with opened as store:
             report = bulk.write(
                 store, checked, dry_run=args.dry_run, batch_size=args.batch_size, progress=bar

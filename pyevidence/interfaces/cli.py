@@ -19,6 +19,7 @@ from ..core.records import KINDS
 from ..storage import paths
 from ..store import ENGINES, EvidenceStore
 from . import bulk_cli, cluster_node, demo, doctor, mcp_server
+from .progress import IndexProgress
 from .web import serve as web_serve
 
 EXIT_OK, EXIT_STORE, EXIT_INPUT = 0, 1, 2
@@ -117,6 +118,9 @@ def _parser() -> argparse.ArgumentParser:
     p = command("verify", "recompute a tenant's hash chain; exit 1 and name the first break if broken")
     p.add_argument("--tenant", required=True)
 
+    command("reindex", "rebuild the token index from the stored records, in one transaction")
+    command("check", "check that the token index matches the stored records; exit 1 if it does not")
+
     mcp_server.add_arguments(command("mcp", mcp_server.DESCRIPTION))
     web_serve.add_arguments(command("serve", web_serve.DESCRIPTION))
     bulk_cli.add_import_arguments(command("import", bulk_cli.IMPORT_DESCRIPTION))
@@ -155,6 +159,12 @@ def _read_as_it_is(path: str) -> EvidenceStore:
         return EvidenceStore(path, engine="native", read_only=True)
     except SchemaError as exc:
         raise SchemaError(f"{exc}; 'pyevidence sql' reads a store as it is and never changes it") from None
+
+
+def _open(path: str, engine: str) -> EvidenceStore:
+    """A writable store; opening it may upgrade an older file, whose token index is then
+    built with a progress bar on stderr."""
+    return EvidenceStore(path, engine=engine, progress=IndexProgress())
 
 
 def _jsonable(value: Any) -> Any:
@@ -215,7 +225,7 @@ def _run(args: argparse.Namespace) -> Any:
     if args.command == "put":
         db = _database(args.db)
         body = _read_body(args)
-        with EvidenceStore(db, engine=args.engine) as store:
+        with _open(db, args.engine) as store:
             store.put(
                 tenant=args.tenant,
                 record_id=args.record_id,
@@ -227,7 +237,7 @@ def _run(args: argparse.Namespace) -> Any:
             )
         return {"put": {"tenant": args.tenant, "record_id": args.record_id}}
     if args.command == "retrieve":
-        with EvidenceStore(_existing(args.db), engine=args.engine) as store:
+        with _open(_existing(args.db), args.engine) as store:
             result = store.retrieve(
                 tenant=args.tenant,
                 revision=args.revision,
@@ -238,9 +248,15 @@ def _run(args: argparse.Namespace) -> Any:
         scope = {"tenant": args.tenant, "revision": args.revision, "now": args.now}
         return {"query": args.query, "scope": scope, **result.to_dict()}
     if args.command == "forget":
-        with EvidenceStore(_existing(args.db), engine=args.engine) as store:
+        with _open(_existing(args.db), args.engine) as store:
             deleted = store.forget(tenant=args.tenant, record_id=args.record_id)
         return {"forget": {"tenant": args.tenant, "record_id": args.record_id, "deleted": deleted}}
+    if args.command == "reindex":
+        with _open(_existing(args.db), args.engine) as store:
+            return store.reindex().to_dict()
+    if args.command == "check":
+        with _open(_existing(args.db), args.engine) as store:
+            return store.check_index().to_dict()
     if args.command == "mcp":
         return mcp_server.main(args)  # stdout carries the protocol only: nothing is printed after it
     if args.command == "serve":
@@ -292,6 +308,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pyevidence: error: {exc}{hint}", file=sys.stderr)
         return EXIT_STORE
     sys.stdout.write(text)
-    if args.command == "verify" and not output["ok"]:
-        return EXIT_STORE  # a broken chain is the store's problem, reported on stdout as JSON
+    if args.command in ("verify", "check") and not output["ok"]:
+        if args.command == "check":
+            sys.stdout.flush()  # the report first, then what to do about it
+            print(f"pyevidence: error: the token index is out of step; {output['fix']}", file=sys.stderr)
+        return EXIT_STORE  # a broken chain or index is the store's problem, reported on stdout as JSON
     return EXIT_OK

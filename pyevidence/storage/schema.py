@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from ..core.errors import SchemaError, StoreError
+from .index import rebuild
 
 SCHEMA_VERSION = 5
 
@@ -134,6 +136,9 @@ VECTOR_COUNT_SQL = (
 
 Query = Callable[[str], Sequence[Sequence[Any]]]
 Script = Callable[[str], None]
+# Builds the token index from evidence's rows, inside the open transaction (an engine's
+# build_index; see _migrate).
+BuildIndex = Callable[[], object]
 
 
 @cache
@@ -147,9 +152,17 @@ def _package_text(name: str) -> str:
     return resources.files(__package__).joinpath("migrations", name).read_text(encoding="utf-8")
 
 
-def prepare(query: Query, script: Script, where: str, *, read_only: bool = False) -> None:
+def prepare(
+    query: Query,
+    script: Script,
+    where: str,
+    *,
+    read_only: bool = False,
+    build_index: BuildIndex | None = None,
+) -> None:
     """Make a fresh connection ready: settings, then the schema check (see ensure).
-    A read-only connection changes nothing: no schema creation, no journal mode."""
+    A read-only connection changes nothing: no schema creation, no journal mode.
+    ``build_index`` builds the token index when an upgrade creates it (see _migrate)."""
     for pragma in _BEFORE_CHECK:
         query(pragma)
     if read_only and _version(query) == 0:
@@ -159,13 +172,13 @@ def prepare(query: Query, script: Script, where: str, *, read_only: bool = False
             f"{where} has pyevidence schema version {_version(query)}, which this release upgrades to "
             f"{SCHEMA_VERSION} when it opens it; open it once without read_only=True to upgrade it"
         )
-    ensure(query, script, where)
+    ensure(query, script, where, build_index=build_index)
     for pragma in _AFTER_CHECK:
         if not (read_only and "journal_mode" in pragma):
             query(pragma)
 
 
-def ensure(query: Query, script: Script, where: str) -> None:
+def ensure(query: Query, script: Script, where: str, *, build_index: BuildIndex | None = None) -> None:
     """Create the schema in an empty database, or check an existing one.
 
     ``query`` runs one read statement and returns its rows; ``script`` runs SQL
@@ -192,7 +205,7 @@ def ensure(query: Query, script: Script, where: str) -> None:
             raise
         script("COMMIT;")
     if needs_migration(query):
-        _migrate(query, script, where)
+        _migrate(query, script, where, build_index)
     version = _version(query)
     if version > SCHEMA_VERSION:
         raise SchemaError(
@@ -248,7 +261,11 @@ MIGRATIONS = {
     1: ("schema_v1.sql", "v1_to_v2.sql"),
     2: ("schema_v2.sql", "v2_to_v3.sql"),
     3: ("schema_v3.sql", "v3_to_v4.sql"),
+    4: ("schema_v4.sql", "v4_to_v5.sql"),
 }
+# The upgrades that create the token index (version 4 to 5): after them the index is
+# built from the rows, in the same transaction, before anything is committed.
+_CREATES_THE_INDEX = frozenset({4})
 _INCLUDE_SCHEMA = "-- @include schema.sql\n"
 
 
@@ -257,12 +274,16 @@ def needs_migration(query: Query) -> bool:
     return _version(query) in MIGRATIONS
 
 
-def _migrate(query: Query, script: Script, where: str) -> None:
-    """Upgrades an earlier schema version in place, one step at a time, each step one
-    transaction: a failure leaves the file as it was. Only a file holding exactly the
-    schema that version created is upgraded; anything else is refused untouched."""
+def _migrate(query: Query, script: Script, where: str, build_index: BuildIndex | None) -> None:
+    """Upgrades an earlier schema version in place, in one transaction: a failure leaves
+    the file as it was. Only a file holding exactly the schema that version created is
+    upgraded; anything else is refused untouched. When a step creates the token index,
+    ``build_index`` builds it once all steps have run (this release's schema is then in
+    place), still inside the transaction, so that no file is ever at version 5 without
+    its index; without one, the schema's own SQL builds it in one statement."""
     script("BEGIN IMMEDIATE;")
     try:
+        builds, first = False, _version(query)
         while (version := _version(query)) in MIGRATIONS:
             frozen, upgrade = MIGRATIONS[version]
             found = _objects(query)
@@ -276,17 +297,35 @@ def _migrate(query: Query, script: Script, where: str) -> None:
             # frozen if a later step follows, else this release's schema.sql.
             following = MIGRATIONS.get(version + 1)
             target = _package_text(following[0]) if following else schema_sql()
-            try:
+            with _upgrade_errors(where, version):
                 script(_package_text(upgrade).replace(_INCLUDE_SCHEMA, target))
-            except (StoreError, sqlite3.Error) as exc:  # the native engine raises the one, stdlib the other
-                raise SchemaError(
-                    f"{where} could not be upgraded from pyevidence schema version {version} to "
-                    f"{version + 1}, and is left as it was: {exc}"
-                ) from None
+            builds = builds or version in _CREATES_THE_INDEX
+        if builds:
+            with _upgrade_errors(where, first, building=True):
+                if build_index is None:
+                    script(rebuild.BUILD_SCRIPT)
+                else:
+                    build_index()
     except BaseException:
         script("ROLLBACK;")
         raise
     script("COMMIT;")
+
+
+@contextmanager
+def _upgrade_errors(where: str, version: int, *, building: bool = False) -> Iterator[None]:
+    """A failure of an upgrade step, as a SchemaError saying the file is left as it was."""
+    try:
+        yield
+    except (StoreError, sqlite3.Error) as exc:  # the native engine raises the one, stdlib the other
+        if isinstance(exc, SchemaError):
+            raise
+        steps = (
+            f"from pyevidence schema version {version} to {SCHEMA_VERSION} (building the token index)"
+            if building
+            else f"from pyevidence schema version {version} to {version + 1}"
+        )
+        raise SchemaError(f"{where} could not be upgraded {steps}, and is left as it was: {exc}") from None
 
 
 def _version(query: Query) -> int:

@@ -318,7 +318,7 @@ BEGIN
   DELETE FROM evidence_vectors WHERE tenant = OLD.tenant AND record_id = OLD.record_id;
 END;
 
--- The token index (schema version 5; docs/index.md). Derived data: it holds
+-- The token index (schema version 5; docs/token-index.md). Derived data: it holds
 -- nothing that evidence does not, and `pyevidence reindex` rebuilds it from
 -- evidence alone. It lets retrieve read the postings of the query's tokens
 -- instead of every eligible row, with the same hits (tests/test_index.py).

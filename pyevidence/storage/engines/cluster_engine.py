@@ -38,11 +38,12 @@ from dataclasses import astuple
 from typing import Any, TypeVar
 
 from ...core.errors import EngineUnavailableError, StoreError, ValidationError, from_sqlite
-from ...core.records import Candidate, Hit, Record
+from ...core.records import Candidate, Hit, IndexRebuild, Record
 from ...core.vectors import Vector
 from ...ranking.scoring import hit_from
 from ...ranking.vector_scoring import Scored, python_rank_by_vector
 from .. import schema
+from ..index import rebuild
 from ..paths import is_cluster_url
 from .python_engine import _statements, scored_by_distance
 
@@ -328,6 +329,16 @@ class ClusterEngine:
 
     def forget(self, tenant: str, record_id: str) -> bool:
         return self._write("forget", [(schema.FORGET_SQL, (tenant, record_id))])[0] > 0
+
+    def reindex(self, progress: rebuild.Progress | None = None) -> IndexRebuild:
+        """Rebuilds the token index in one write on the leader: the schema's own SQL, as
+        one statement list (a write here cannot report between its statements)."""
+        started = time.monotonic()
+        self._write("reindex", [(statement, ()) for statement in _statements(rebuild.BUILD_SCRIPT)])
+        built = rebuild.summary(self.select, time.monotonic() - started)
+        if progress is not None:
+            progress(built.records, built.records)
+        return built
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -20,12 +20,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...core.errors import EngineUnavailableError, StoreError, from_sqlite
-from ...core.records import Candidate, Hit, Record
+from ...core.records import Candidate, Hit, IndexRebuild, Record
 from ...core.vectors import Vector
 from ...ranking.scoring import hit_from
 from ...ranking.vector_scoring import Scored
 from .. import schema
 from .._native import ffi, lib
+from ..index import rebuild
 from ..paths import DatabasePath, open_failure_hint
 
 SQLITE_OK = 0
@@ -39,7 +40,9 @@ def _utf8(text: str) -> bytes:
 class NativeEngine:
     name = "native"
 
-    def __init__(self, where: DatabasePath, *, read_only: bool = False) -> None:
+    def __init__(
+        self, where: DatabasePath, *, read_only: bool = False, progress: rebuild.Progress | None = None
+    ) -> None:
         self._where = where
         handle = ffi.new("EvidenceStore **")
         rc = lib.evidence_store_open(os.fsencode(where.target), int(read_only), handle)
@@ -52,7 +55,13 @@ class NativeEngine:
         self._read_only = read_only
         try:
             self._check(rc, "open")
-            schema.prepare(self.query, self._script, where.shown, read_only=read_only)
+            schema.prepare(
+                self.query,
+                self._script,
+                where.shown,
+                read_only=read_only,
+                build_index=lambda: self.build_index(progress),
+            )
         except BaseException:
             self.close()
             raise
@@ -68,6 +77,17 @@ class NativeEngine:
             hint = open_failure_hint(rc, self._where, read_only=self._read_only)
             raise from_sqlite(rc, f"{self._opening} failed: {self._message()}{hint}")
         raise from_sqlite(rc, f"{doing} failed{during}: {self._message()}", writing=writing)
+
+    def build_index(self, progress: rebuild.Progress | None = None) -> IndexRebuild:
+        """Builds the token index from the current rows, inside the open transaction: the
+        generic build over the schema's own SQL (storage/index/rebuild.py), until a native
+        one writes the same rows faster."""
+        return rebuild.build(self.query, progress)
+
+    def reindex(self, progress: rebuild.Progress | None = None) -> IndexRebuild:
+        """Rebuilds the token index in one write transaction of its own."""
+        with self.write_transaction("reindex"):
+            return self.build_index(progress)
 
     def _script(self, sql: str) -> None:
         data = _utf8(sql)

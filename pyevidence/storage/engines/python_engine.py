@@ -15,10 +15,11 @@ from typing import Any
 
 from ...core.errors import SchemaError, from_sqlite
 from ...core.hashing import FIRST_PREVIOUS
-from ...core.records import Candidate, Hit, Record
+from ...core.records import Candidate, Hit, IndexRebuild, Record
 from ...core.vectors import Vector, cosine_distance, squared_norm
 from ...ranking.vector_scoring import Scored, python_rank_by_vector
 from .. import schema, sql_functions
+from ..index import rebuild
 from ..paths import DatabasePath, open_failure_hint
 from ..versions import chain_hash, content_hash
 
@@ -26,7 +27,9 @@ from ..versions import chain_hash, content_hash
 class PythonEngine:
     name = "python"
 
-    def __init__(self, where: DatabasePath, *, read_only: bool = False) -> None:
+    def __init__(
+        self, where: DatabasePath, *, read_only: bool = False, progress: rebuild.Progress | None = None
+    ) -> None:
         self._where = where
         # A read-only open goes through a URI (built from the checked absolute path), the
         # only way sqlite3 passes SQLITE_OPEN_READONLY; otherwise the absolute path itself.
@@ -44,13 +47,33 @@ class PythonEngine:
         self._conn.create_function("evidence_writer_vouches", 0, lambda: int(self._vouching))
         try:
             with _opening_errors(where, read_only):
-                schema.prepare(self._query, self._script, where.shown, read_only=read_only)
+                schema.prepare(
+                    self._query,
+                    self._script,
+                    where.shown,
+                    read_only=read_only,
+                    build_index=lambda: self.build_index(progress),
+                )
         except BaseException:
             self._conn.close()
             raise
 
     def _query(self, sql: str) -> Sequence[Sequence[Any]]:
         return self._conn.execute(sql).fetchall()
+
+    def _run(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        return self._conn.execute(sql, _numbered(params)).fetchall()
+
+    def build_index(self, progress: rebuild.Progress | None = None) -> IndexRebuild:
+        """Builds the token index from the current rows, inside the open transaction: the
+        generic build over the schema's own SQL (storage/index/rebuild.py)."""
+        with _sqlite_errors("building the token index", writing=True):
+            return rebuild.build(self._run, progress)
+
+    def reindex(self, progress: rebuild.Progress | None = None) -> IndexRebuild:
+        """Rebuilds the token index in one write transaction of its own."""
+        with self.write_transaction("reindex"):
+            return self.build_index(progress)
 
     def _script(self, sql: str) -> None:
         # executescript() would COMMIT first; run statements one by one instead so

@@ -1,1 +1,1 @@
-"""The token index (schema.sql, "The token index"; docs/index.md)."""
+"""The token index (schema.sql, "The token index"; docs/token-index.md)."""

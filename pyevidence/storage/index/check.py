@@ -1,0 +1,207 @@
+"""Checking the token index against evidence: `pyevidence check` and store.check_index().
+
+The check is logical: it asks whether the index answers as a rebuild would, not
+whether its bytes are a rebuild's (writes leave gaps in the document numbers that
+only a rebuild closes). Per scope: the docs count, one document per current row
+and none for any other, numbers below next_doc and not shared, each token's
+docsets naming exactly the records whose body has that token (the token rule,
+pyevidence/core/tokens.py), every docset canonical (docsets.py), the expiry counts
+equal to counts of the rows; and no index row of a scope that does not exist.
+It only reads, in keyset-paginated batches, inside the caller's snapshot.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ...core.records import IndexCheck, IndexProblem
+from ...core.tokens import token_set
+from . import docsets
+from .rebuild import INDEX_TABLES, Run
+
+MAX_REPORTED = 50  # problems listed in full; problems_found counts them all
+LEVELS = range(8)
+_BATCH = 10_000
+
+_SCOPES_SQL = "SELECT scope, tenant, revision, docs, next_doc FROM evidence_index_scopes ORDER BY scope"
+_UNINDEXED_SQL = (
+    "SELECT tenant, revision, count(*) FROM evidence AS e WHERE NOT EXISTS ("
+    " SELECT 1 FROM evidence_index_scopes AS s WHERE s.tenant = e.tenant AND s.revision = e.revision)"
+    " GROUP BY tenant, revision ORDER BY tenant, revision"
+)
+# The scope's current rows with their document, by record_id. The body is read as bytes:
+# raw SQL can store text that is not UTF-8, whose tokens are those of its valid parts.
+_ROWS_SQL = (
+    "SELECT e.record_id, e.expires_at, CAST(e.body AS BLOB), d.doc, d.expires_at FROM evidence AS e"
+    " LEFT JOIN evidence_index_docs AS d ON d.scope = ?3 AND d.record_id = e.record_id"
+    " WHERE e.tenant = ?1 AND e.revision = ?2 AND e.record_id > ?4 ORDER BY e.record_id LIMIT ?5"
+)
+_STALE_SQL = (
+    "SELECT d.record_id, d.doc FROM evidence_index_docs AS d WHERE d.scope = ?1 AND NOT EXISTS ("
+    " SELECT 1 FROM evidence AS e WHERE e.tenant = ?2 AND e.revision = ?3 AND e.record_id = d.record_id)"
+    " ORDER BY d.record_id"
+)
+_DOC_ROWS_SQL = "SELECT count(*) FROM evidence_index_docs WHERE scope = ?1"
+_SHARED_NUMBERS_SQL = (
+    "SELECT doc, count(*) FROM evidence_index_docs WHERE scope = ?1"
+    " GROUP BY doc HAVING count(*) > 1 ORDER BY doc"
+)
+_BEYOND_NEXT_SQL = (
+    "SELECT record_id, doc FROM evidence_index_docs WHERE scope = ?1 AND doc >= ?2 ORDER BY doc"
+)
+_POSTINGS_SQL = (
+    "SELECT token, chunk, docs FROM evidence_index_postings WHERE scope = ?1 AND (token, chunk) > (?2, ?3)"
+    " ORDER BY token, chunk LIMIT ?4"
+)
+_RECORD_OF_SQL = "SELECT record_id FROM evidence_index_docs WHERE scope = ?1 AND doc = ?2"
+_EXPIRY_SQL = "SELECT level, bucket, rows FROM evidence_index_expiry WHERE scope = ?1"
+_ORPHANS_SQL = "SELECT count(*) FROM {table} WHERE scope NOT IN (SELECT scope FROM evidence_index_scopes)"
+
+
+class _Findings:
+    """The problems found so far: the first MAX_REPORTED in full, all of them counted."""
+
+    def __init__(self) -> None:
+        self.listed: list[IndexProblem] = []
+        self.count = 0
+
+    def add(self, kind: str, scope: tuple[str, str] | None, detail: str) -> None:
+        self.count += 1
+        if len(self.listed) < MAX_REPORTED:
+            tenant, revision = scope if scope else (None, None)
+            self.listed.append(IndexProblem(kind, tenant, revision, detail))
+
+
+def check(run: Run) -> IndexCheck:
+    """Compares the index with evidence; run it inside one read snapshot."""
+    found = _Findings()
+    records = 0
+    for tenant, revision, rows in run(_UNINDEXED_SQL, ()):
+        found.add("scope_missing", (tenant, revision), f"{rows} current rows, and no scope row in the index")
+    scopes = run(_SCOPES_SQL, ())
+    for scope, tenant, revision, docs, next_doc in scopes:
+        key = (str(tenant), str(revision))
+        records += _check_scope(run, found, int(scope), key, int(docs), int(next_doc))
+    for table in INDEX_TABLES[1:]:
+        ((orphans,),) = run(_ORPHANS_SQL.format(table=table), ())
+        if orphans:
+            found.add("orphan_rows", None, f"{orphans} rows of {table} belong to no scope")
+    return IndexCheck(
+        ok=found.count == 0,
+        scopes_checked=len(scopes),
+        records_checked=records,
+        problems_found=found.count,
+        problems=tuple(found.listed),
+    )
+
+
+def _check_scope(
+    run: Run, found: _Findings, scope: int, key: tuple[str, str], docs: int, next_doc: int
+) -> int:
+    """Checks one scope; returns how many current rows it has."""
+    tenant, revision = key
+    expected: dict[tuple[str, int], int] = {}  # (token, chunk) -> the set of doc & 4095 as bits
+    expiry: Counter[tuple[int, int]] = Counter()
+    rows = 0
+    after = ""
+    while batch := run(_ROWS_SQL, (tenant, revision, scope, after, _BATCH)):
+        for record_id, expires_at, body, doc, doc_expires_at in batch:
+            rows += 1
+            for level in LEVELS:
+                expiry[level, int(expires_at) >> (8 * level)] += 1
+            if doc is None:
+                found.add("doc_missing", key, f"record {record_id!r} has no document in the index")
+                continue
+            if doc_expires_at != expires_at:
+                found.add(
+                    "doc_expiry_wrong",
+                    key,
+                    f"record {record_id!r}: the index says expires_at {doc_expires_at}, the row {expires_at}",
+                )
+            chunk, bit = int(doc) >> docsets.CHUNK_BITS, 1 << (int(doc) & (docsets.CHUNK_DOCS - 1))
+            for token in token_set(bytes(body).decode("utf-8", "replace")):
+                expected[token, chunk] = expected.get((token, chunk), 0) | bit
+        after = str(batch[-1][0])
+    ((doc_rows,),) = run(_DOC_ROWS_SQL, (scope,))
+    if docs != rows or doc_rows != rows:
+        found.add(
+            "docs_count_wrong",
+            key,
+            f"the scope row says {docs} documents and the index has {doc_rows} document rows; "
+            f"the scope has {rows} current rows",
+        )
+    for record_id, doc in run(_STALE_SQL, (scope, tenant, revision)):
+        found.add("doc_stale", key, f"document {doc} is record {record_id!r}, not a current row here")
+    for doc, count in run(_SHARED_NUMBERS_SQL, (scope,)):
+        found.add("doc_number_shared", key, f"document number {doc} is given to {count} records")
+    for record_id, doc in run(_BEYOND_NEXT_SQL, (scope, next_doc)):
+        found.add(
+            "doc_number_too_high", key, f"record {record_id!r} has document {doc}, next_doc is {next_doc}"
+        )
+    _compare_postings(run, found, scope, key, expected)
+    _compare_expiry(run, found, scope, key, expiry)
+    return rows
+
+
+def _compare_postings(
+    run: Run, found: _Findings, scope: int, key: tuple[str, str], expected: dict[tuple[str, int], int]
+) -> None:
+    after: tuple[str, int] = ("", -1)
+    while batch := run(_POSTINGS_SQL, (scope, *after, _BATCH)):
+        for token, chunk, blob in batch:
+            token, chunk = str(token), int(chunk)
+            held, wrong = _held(blob)
+            if wrong:
+                found.add("docset_not_canonical", key, f"token {token!r}, chunk {chunk}: {wrong}")
+            want = expected.pop((token, chunk), 0)
+            _report_difference(run, found, scope, key, token, chunk, want, held)
+        after = (str(batch[-1][0]), int(batch[-1][1]))
+    for (token, chunk), want in sorted(expected.items()):
+        _report_difference(run, found, scope, key, token, chunk, want, 0)
+
+
+def _report_difference(
+    run: Run, found: _Findings, scope: int, key: tuple[str, str], token: str, chunk: int, want: int, held: int
+) -> None:
+    for kind, bits, says in (
+        ("posting_missing", want & ~held, "has the token {token!r} but its posting is missing"),
+        ("posting_extra", held & ~want, "is posted under the token {token!r}, which its body does not have"),
+    ):
+        while bits:
+            low = bits & -bits
+            bits ^= low
+            doc = (chunk << docsets.CHUNK_BITS) | (low.bit_length() - 1)
+            named = run(_RECORD_OF_SQL, (scope, doc))
+            who = f"record {named[0][0]!r}" if named else f"document {doc} (no record)"
+            found.add(kind, key, f"{who} " + says.format(token=token))
+
+
+def _compare_expiry(
+    run: Run, found: _Findings, scope: int, key: tuple[str, str], expected: Counter[tuple[int, int]]
+) -> None:
+    held = {(int(level), int(bucket)): int(rows) for level, bucket, rows in run(_EXPIRY_SQL, (scope,))}
+    for place in sorted(set(held) | set(expected)):
+        if held.get(place, 0) != expected.get(place, 0):
+            level, bucket = place
+            found.add(
+                "expiry_count_wrong",
+                key,
+                f"level {level}, bucket {bucket}: the index counts {held.get(place, 0)} rows, "
+                f"the scope has {expected.get(place, 0)}",
+            )
+
+
+def _held(blob: Any) -> tuple[int, str | None]:
+    """The set a docset holds (empty if unreadable), and what is wrong with its bytes."""
+    if not isinstance(blob, bytes):
+        return 0, f"a {type(blob).__name__}, not a docset blob"
+    try:
+        bits = docsets.decode(blob)
+    except docsets.DocsetError as exc:
+        return 0, str(exc)
+    if not bits:
+        return 0, "an empty docset (its row should be gone)"
+    if docsets.encode(bits) != blob:
+        return bits, "not the canonical encoding of its set"
+    return bits, None

@@ -1,0 +1,97 @@
+"""Building the token index from evidence alone: the rebuild behind `pyevidence reindex`
+and the upgrade to schema version 5 (docs/token-index.md).
+
+The generic build runs the schema's own SQL path, so it is right on any engine whose
+connection has the index's SQL functions: the four tables are emptied, then every
+current row is entered through the view evidence_index_add, in evidence's primary-key
+order (INDEX_SPEC's rule: scopes come in (tenant, revision) order, documents are
+numbered 0..n-1 per scope). It goes a batch of rows at a time, keyset-paginated over
+that key, so the caller can show progress; an engine may replace it with a faster
+native build that writes the same rows. It runs inside the caller's transaction and
+never commits.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...core.records import IndexRebuild
+
+# run(sql, params): one statement with numbered parameters (?1, ?2, ...); its rows.
+Run = Callable[[str, Sequence[Any]], Sequence[Sequence[Any]]]
+# progress(done, total): current rows entered so far, of all of them.
+Progress = Callable[[int, int], None]
+
+BATCH_ROWS = 10_000
+INDEX_TABLES = (
+    "evidence_index_scopes",
+    "evidence_index_docs",
+    "evidence_index_postings",
+    "evidence_index_expiry",
+)
+_KEY = "tenant, revision, expires_at, record_id"
+_ENTER = f"INSERT INTO evidence_index_add ({_KEY}, body) SELECT {_KEY}, body FROM evidence"
+
+# The whole build as one script, without progress: for a caller that can only run SQL
+# text (schema.py's upgrade on a connection no engine built, the cluster's nodes).
+BUILD_SCRIPT = "".join(f"DELETE FROM {table};\n" for table in INDEX_TABLES) + f"{_ENTER} ORDER BY {_KEY};\n"
+
+# The last key of the next batch: the row BATCH rows on from the previous last key.
+_FIRST_LAST_SQL = f"SELECT {_KEY} FROM evidence ORDER BY {_KEY} LIMIT 1 OFFSET ?1"
+_NEXT_LAST_SQL = (
+    f"SELECT {_KEY} FROM evidence WHERE ({_KEY}) > (?1, ?2, ?3, ?4) ORDER BY {_KEY} LIMIT 1 OFFSET ?5"
+)
+_ENTER_FIRST_SQL = f"{_ENTER} WHERE ({_KEY}) <= (?1, ?2, ?3, ?4) ORDER BY {_KEY}"
+_ENTER_NEXT_SQL = (
+    f"{_ENTER} WHERE ({_KEY}) > (?1, ?2, ?3, ?4) AND ({_KEY}) <= (?5, ?6, ?7, ?8) ORDER BY {_KEY}"
+)
+_ENTER_REST_SQL = f"{_ENTER} WHERE ({_KEY}) > (?1, ?2, ?3, ?4) ORDER BY {_KEY}"
+_ENTER_ALL_SQL = f"{_ENTER} ORDER BY {_KEY}"
+
+
+def build(run: Run, progress: Progress | None = None, *, batch: int | None = None) -> IndexRebuild:
+    """Empties the index and enters every current row again, ``batch`` rows (default
+    BATCH_ROWS) per statement; returns what it holds now. ``progress`` is called with
+    (0, total) first, then after each batch, last with (total, total)."""
+    batch = BATCH_ROWS if batch is None else batch
+    if batch < 1:
+        raise ValueError(f"batch must be 1 or more rows, not {batch}")
+    started = time.monotonic()
+    for table in INDEX_TABLES:
+        run(f"DELETE FROM {table}", ())
+    total = int(run("SELECT count(*) FROM evidence", ())[0][0])
+    report = progress or (lambda done, total: None)
+    report(0, total)
+    done = 0
+    last: tuple[Any, ...] | None = None
+    while done < total:
+        if last is None:
+            found = run(_FIRST_LAST_SQL, (batch - 1,))
+        else:
+            found = run(_NEXT_LAST_SQL, (*last, batch - 1))
+        if not found:  # the rest is less than a batch
+            run(_ENTER_ALL_SQL if last is None else _ENTER_REST_SQL, () if last is None else last)
+            done = total
+        else:
+            upto = tuple(found[0])
+            if last is None:
+                run(_ENTER_FIRST_SQL, upto)
+            else:
+                run(_ENTER_NEXT_SQL, (*last, *upto))
+            last, done = upto, min(done + batch, total)
+        report(done, total)
+    return summary(run, time.monotonic() - started)
+
+
+def summary(run: Run, seconds: float) -> IndexRebuild:
+    """What the index holds: its scopes, its documents and its postings rows."""
+    ((scopes, records, postings),) = run(
+        "SELECT (SELECT count(*) FROM evidence_index_scopes), (SELECT count(*) FROM evidence_index_docs),"
+        " (SELECT count(*) FROM evidence_index_postings)",
+        (),
+    )
+    return IndexRebuild(
+        scopes=int(scopes), records=int(records), postings_rows=int(postings), seconds=round(seconds, 3)
+    )

@@ -1,0 +1,11 @@
+-- Upgrades a pyevidence schema version 4 database to version 5, inside the
+-- caller's transaction (pyevidence/storage/schema.py runs it under BEGIN IMMEDIATE,
+-- after checking that the file holds exactly the version 4 schema).
+--
+-- Version 5 adds the token index (schema.sql, "The token index"): its tables, its
+-- views and the triggers that keep it in step with raw SQL writes. Nothing of
+-- version 4 changes, so schema.sql's CREATE ... IF NOT EXISTS statements create
+-- just the new objects. The index is then built from the existing rows by
+-- schema.py, in this same transaction (pyevidence/storage/index/rebuild.py): a
+-- crash leaves the file at version 4, never at 5 with an empty or partial index.
+-- @include schema.sql

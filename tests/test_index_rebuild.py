@@ -1,0 +1,420 @@
+"""The token index's upgrade, rebuild and check: a version 3 or 4 store opens with a correct
+index, built in the upgrade's own transaction; reindex repairs; check finds each kind of
+damage (docs/token-index.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pyevidence import EvidenceStore, SchemaError
+from pyevidence.core.tokens import token_set
+from pyevidence.storage import schema, sql_functions
+from pyevidence.storage.engines.python_engine import _statements
+from pyevidence.storage.index import rebuild
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MIGRATIONS = Path(schema.__file__).with_name("migrations")
+INDEX_TABLES = rebuild.INDEX_TABLES
+
+# Raw evidence_put rows (tenant, record_id, revision, kind, body, source, expires_at): several
+# scopes, text edge cases of the token rule, expiries spread over the expiry levels.
+ROWS = [
+    ("team-a", "queue", "v1", "runbook", "Restart the QUEUE consumer; check lag.", "rb://q", 1000),
+    ("team-a", "lag", "v1", "incident", "Consumer lag spiked: queue-depth 9000", "inc://1", 50),
+    ("team-a", "turk", "v1", "working", "İstanbul KELVIN \u212a, dotted \u0130 case", "w://1", 2**40),
+    ("team-a", "nul", "v1", "working", "before\x00after queue", "w://2", 300),
+    ("team-a", "other", "v2", "runbook", "restart the queue in v2", "rb://v2", 1000),
+    ("team-b", "queue", "v1", "runbook", "restart the queue consumer", "rb://b", 1000),
+    ("team-b", "late", "v1", "runbook", "queue restart after midnight", "rb://late", 2**62),
+]
+QUERIES = ["queue", "restart queue lag", "kelvin", "istanbul", "before after", "nothing here", "i"]
+NOWS = [-1, 0, 60, 999, 1000, 2**41]
+
+
+def v4_store(path: Path, rows: list[tuple[object, ...]] = ROWS) -> None:
+    """A version 4 store as 0.4's schema made it, written through raw SQL."""
+    conn = sqlite3.connect(path)
+    sql_functions.register(conn)
+    conn.executescript((MIGRATIONS / "schema_v4.sql").read_text(encoding="utf-8"))
+    conn.executemany("INSERT INTO evidence_put VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    # a record that moved revision, one forgotten, one with a second version
+    conn.execute("INSERT INTO evidence_put VALUES ('team-a', 'moved', 'v1', 'working', 'old queue', 's', 9)")
+    conn.execute("INSERT INTO evidence_put VALUES ('team-a', 'moved', 'v2', 'working', 'new queue', 's', 9)")
+    conn.execute("INSERT INTO evidence_put VALUES ('team-a', 'gone', 'v1', 'working', 'queue gone', 's', 9)")
+    conn.execute("DELETE FROM evidence WHERE tenant = 'team-a' AND record_id = 'gone'")
+    conn.execute(
+        "INSERT INTO evidence_put VALUES ('team-b', 'queue', 'v1', 'runbook', 'queue v2 text', 's', 7)"
+    )
+    conn.commit()
+    conn.close()
+
+
+def user_version(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    conn.close()
+    return version
+
+
+def index_rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    conn = sqlite3.connect(path)
+    try:
+        return {
+            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall()
+            for table in INDEX_TABLES
+        }
+    finally:
+        conn.close()
+
+
+def brute_force(
+    path: Path, tenant: str, revision: str, now: int, query: str, limit: int
+) -> tuple[object, ...]:
+    """retrieve's answer from the rows alone: the token rule over every eligible row."""
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute(
+            "SELECT record_id, body FROM evidence WHERE tenant = ? AND revision = ? AND expires_at > ?",
+            (tenant, revision, now),
+        ).fetchall()
+    finally:
+        conn.close()
+    wanted = token_set(query)
+    scored = [(len(wanted & token_set(body)), record_id) for record_id, body in rows]
+    hits = sorted(((s, r) for s, r in scored if s > 0), key=lambda hit: (-hit[0], hit[1]))[:limit]
+    return tuple((r, s) for s, r in hits), len(rows)
+
+
+def assert_retrieve_is_the_model(store: EvidenceStore, path: Path) -> None:
+    scopes = {(t, r) for t, _, r, *_ in ROWS} | {("team-z", "v1")}
+    for tenant, revision in sorted(scopes):
+        for query in QUERIES:
+            for now in NOWS:
+                got = store.retrieve(tenant=tenant, revision=revision, query=query, now=now, limit=10)
+                answer = (tuple((h.record_id, h.score) for h in got.hits), got.eligible_count)
+                assert answer == brute_force(path, tenant, revision, now, query, 10), (
+                    tenant,
+                    revision,
+                    query,
+                    now,
+                )
+
+
+def assert_index_is_correct(store: EvidenceStore, path: Path) -> None:
+    checked = store.check_index()
+    assert checked.ok, checked.problems
+    with sqlite3.connect(path) as conn:
+        (current,) = conn.execute("SELECT count(*) FROM evidence").fetchone()
+    conn.close()
+    assert checked.records_checked == current
+    assert_retrieve_is_the_model(store, path)
+    for tenant in ("team-a", "team-b"):
+        assert store.verify(tenant=tenant).ok
+
+
+# ---- the upgrade builds the index
+
+
+def test_a_version_4_store_is_upgraded_with_its_index_built(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
+    v4_store(path)
+    seen: list[tuple[int, int]] = []
+    with EvidenceStore(path, engine=engine, progress=lambda done, total: seen.append((done, total))) as store:
+        assert user_version(path) == schema.SCHEMA_VERSION == 5
+        assert_index_is_correct(store, path)
+    total = len(ROWS) + 1  # the moved record counts once, the forgotten one not at all
+    assert seen[0] == (0, total) and seen[-1] == (total, total)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")
+        assert frozenset(rows.fetchall()) == schema.expected_objects()
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    conn.close()
+
+
+def test_a_version_3_store_is_upgraded_to_5_with_its_index_built(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "v3.db"
+    shutil.copy(FIXTURES / "v3_store.db", path)
+    seen: list[tuple[int, int]] = []
+    with EvidenceStore(path, engine=engine, progress=lambda done, total: seen.append((done, total))) as store:
+        assert user_version(path) == 5
+        checked = store.check_index()
+        assert checked.ok and checked.records_checked > 0, checked.problems
+        assert seen[-1] == (checked.records_checked, checked.records_checked)
+        conn = sqlite3.connect(path)
+        scopes = conn.execute("SELECT DISTINCT tenant, revision FROM evidence").fetchall()
+        conn.close()
+        for tenant, revision in scopes:
+            assert store.verify(tenant=tenant).ok
+            for query in ("queue", "queue lag", "restart consumer check", "zero"):
+                for now in (-1, 0, 10**12):
+                    got = store.retrieve(tenant=tenant, revision=revision, query=query, now=now, limit=10)
+                    answer = (tuple((h.record_id, h.score) for h in got.hits), got.eligible_count)
+                    assert answer == brute_force(path, tenant, revision, now, query, 10)
+
+
+def test_the_batched_build_writes_what_the_one_statement_build_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The progress-reporting build (any batch size) and schema.py's one-statement SQL fallback
+    (the cluster's) write byte-identical tables: each is the rebuild rule, in key order."""
+    built = {}
+    for batch in (1, 2, 3, 10_000):
+        path = tmp_path / f"b{batch}.db"
+        v4_store(path)
+        monkeypatch.setattr(rebuild, "BATCH_ROWS", batch)
+        EvidenceStore(path, engine="python").close()
+        built[batch] = index_rows(path)
+    path = tmp_path / "script.db"
+    v4_store(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    sql_functions.register(conn)
+    schema.prepare(
+        lambda sql: conn.execute(sql).fetchall(),
+        lambda sql: [conn.execute(statement) for statement in _statements(sql)] and None,
+        str(path),
+    )
+    conn.close()
+    assert index_rows(path) == built[1] == built[2] == built[3] == built[10_000]
+    assert [row[2:] for row in built[1]["evidence_index_scopes"]] == [(1, 4, 4), (2, 2, 2), (3, 2, 2)]
+    docs = [row[2] for row in built[1]["evidence_index_docs"] if row[0] == 1]
+    assert sorted(docs) == list(range(4))  # dense, 0..n-1
+
+
+def test_a_failure_during_the_build_leaves_the_file_at_version_4(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "v4.db"
+    v4_store(path)
+    before = path.read_bytes()
+    monkeypatch.setattr(rebuild, "BATCH_ROWS", 2)
+
+    def fails_midway(done: int, total: int) -> None:
+        if done >= 4:
+            raise RuntimeError("simulated failure after 4 rows were indexed")
+
+    with pytest.raises(RuntimeError, match="simulated failure"):
+        EvidenceStore(path, engine=engine, progress=fails_midway)
+    assert path.read_bytes() == before
+    assert user_version(path) == 4
+    # an SQL error in the build is reported as an upgrade that did not happen
+    monkeypatch.setattr(rebuild, "_ENTER_NEXT_SQL", "INSERT INTO no_such_table VALUES (1)")
+    with pytest.raises(
+        SchemaError,
+        match=r"could not be upgraded from pyevidence schema version 4 to 5 "
+        r"\(building the token index\), and is left as it was",
+    ):
+        EvidenceStore(path, engine=engine)
+    assert path.read_bytes() == before
+
+
+CRASHING_CHILD = """
+import os, sys
+from pyevidence import EvidenceStore
+from pyevidence.storage.index import rebuild
+rebuild.BATCH_ROWS = 2
+def crash(done, total):
+    if done >= 4:
+        os._exit(9)  # no rollback, no close: as if the machine lost the process here
+EvidenceStore(sys.argv[1], engine=sys.argv[2], progress=crash)
+"""
+
+
+def test_a_crash_during_the_build_leaves_a_version_4_file(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
+    v4_store(path)
+    child = subprocess.run([sys.executable, "-c", CRASHING_CHILD, str(path), engine], capture_output=True)
+    assert child.returncode == 9, child.stderr
+    assert user_version(path) == 4  # SQLite rolls the interrupted upgrade back
+    with EvidenceStore(path, engine=engine) as store:
+        assert_index_is_correct(store, path)
+
+
+# ---- writes by raw SQL keep an upgraded index in step
+
+
+def test_raw_sql_writes_after_the_upgrade_keep_the_index_correct(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
+    v4_store(path)
+    EvidenceStore(path, engine=engine).close()
+    conn = sqlite3.connect(path)
+    sql_functions.register(conn)
+    conn.execute("INSERT INTO evidence_put VALUES ('team-a', 'queue', 'v1', 'runbook', 'kelvin now', 's', 5)")
+    conn.execute("INSERT INTO evidence_put VALUES ('team-a', 'lag', 'v2', 'runbook', 'lag moved', 's', 5)")
+    conn.execute("INSERT INTO evidence_put VALUES ('team-c', 'new', 'v1', 'runbook', 'a new scope', 's', 5)")
+    conn.execute("DELETE FROM evidence WHERE tenant = 'team-b' AND record_id = 'late'")
+    conn.commit()
+    conn.close()
+    with EvidenceStore(path, engine=engine) as store:
+        assert_index_is_correct(store, path)
+
+
+# ---- reindex and check
+
+
+def corrupt(path: Path, *statements: str) -> None:
+    conn = sqlite3.connect(path)
+    for statement in statements:
+        assert conn.execute(statement).rowcount == 1, statement
+    conn.commit()
+    conn.close()
+
+
+# The scope of team-a/v1 is 1; its documents are numbered in key order (tenant, revision,
+# expires_at, record_id): lag 0, nul 1, queue 2, turk 3 (moved left it, gone was forgotten).
+CORRUPTIONS = {
+    "posting_missing": (
+        "UPDATE evidence_index_postings SET docs = x'0000' WHERE scope = 1 AND token = 'queue'",
+    ),
+    "posting_extra": ("INSERT INTO evidence_index_postings VALUES (1, 'kelvin', 1, x'0000')",),
+    "docs_count_wrong": ("UPDATE evidence_index_scopes SET docs = docs - 1 WHERE scope = 1",),
+    "expiry_count_wrong": (
+        "UPDATE evidence_index_expiry SET rows = rows + 1 WHERE scope = 1 AND level = 7 AND bucket = 0",
+    ),
+    "doc_stale": ("INSERT INTO evidence_index_docs VALUES (1, 'gone', 9, 9)",),
+    "doc_missing": ("DELETE FROM evidence_index_docs WHERE scope = 1 AND record_id = 'turk'",),
+    "docset_not_canonical": (
+        "UPDATE evidence_index_postings SET docs = x'02000000' WHERE scope = 1 AND token = 'queue'",
+    ),
+    "doc_expiry_wrong": (
+        "UPDATE evidence_index_docs SET expires_at = 1 WHERE scope = 1 AND record_id = 'nul'",
+    ),
+    "scope_missing": ("DELETE FROM evidence_index_scopes WHERE scope = 3",),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CORRUPTIONS))
+def test_check_names_each_kind_of_damage_and_reindex_repairs_it(
+    engine: str, tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "v4.db"
+    v4_store(path)
+    EvidenceStore(path, engine=engine).close()
+    healthy = index_rows(path)
+    corrupt(path, *CORRUPTIONS[kind])
+    with EvidenceStore(path, engine=engine) as store:
+        checked = store.check_index()
+        assert not checked.ok and checked.problems_found == len(checked.problems) >= 1
+        assert kind in {p.kind for p in checked.problems}, checked.problems
+        assert "pyevidence reindex" in (checked.fix or "")
+        rebuilt = store.reindex()
+        assert (rebuilt.scopes, rebuilt.records) == (3, len(ROWS) + 1)
+        assert store.check_index().ok
+    assert index_rows(path) == healthy  # a rebuild after a rebuild: the same bytes
+
+
+def test_a_stale_doc_row_is_named_with_its_record(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
+    v4_store(path)
+    EvidenceStore(path, engine=engine).close()
+    corrupt(path, "INSERT INTO evidence_index_docs VALUES (1, 'gone', 9, 9)")
+    with EvidenceStore(path, engine=engine) as store:
+        problems = {(p.kind, p.tenant, p.revision, p.detail) for p in store.check_index().problems}
+    assert ("doc_stale", "team-a", "v1", "document 9 is record 'gone', not a current row here") in problems
+    assert (
+        "docs_count_wrong",
+        "team-a",
+        "v1",
+        "the scope row says 4 documents and the index has 5 document rows; the scope has 4 current rows",
+    ) in problems
+
+
+def test_a_missing_posting_names_the_record_and_token(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
+    v4_store(path)
+    EvidenceStore(path, engine=engine).close()
+    corrupt(path, "UPDATE evidence_index_postings SET docs = x'0000' WHERE scope = 1 AND token = 'queue'")
+    with EvidenceStore(path, engine=engine) as store:
+        checked = store.check_index()
+    assert [(p.kind, p.detail) for p in checked.problems] == [
+        ("posting_missing", "record 'nul' has the token 'queue' but its posting is missing"),
+        ("posting_missing", "record 'queue' has the token 'queue' but its posting is missing"),
+    ]
+    assert checked.to_dict()["problems"][0] == {
+        "kind": "posting_missing",
+        "tenant": "team-a",
+        "revision": "v1",
+        "detail": "record 'nul' has the token 'queue' but its posting is missing",
+    }
+
+
+def test_reindex_is_refused_on_a_read_only_store(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    v4_store(path)
+    EvidenceStore(path, engine=engine).close()
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        assert store.check_index().ok
+        with pytest.raises(Exception, match="reindex refused: this store was opened read-only"):
+            store.reindex()
+
+
+def test_progress_must_be_a_function(tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="progress: must be a function of"):
+        EvidenceStore(tmp_path / "s.db", engine="python", progress=3)  # type: ignore[arg-type]
+
+
+# ---- the command line
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pyevidence", *args], capture_output=True, text=True)
+
+
+def test_cli_upgrades_with_progress_on_stderr_and_reindexes(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
+    v4_store(path)
+    checked = cli("check", "--db", str(path), "--engine", engine)
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout)["ok"] is True  # stdout is the JSON only
+    assert "pyevidence: built the token index of 8 records in" in checked.stderr  # not a terminal: one line
+    done = cli("reindex", "--db", str(path), "--engine", engine)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert sorted(summary) == ["postings_rows", "records", "scopes", "seconds"]
+    assert (summary["scopes"], summary["records"]) == (3, 8)
+
+
+def test_cli_check_exits_1_and_names_the_fix(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
+    v4_store(path)
+    EvidenceStore(path, engine=engine).close()
+    corrupt(path, *CORRUPTIONS["expiry_count_wrong"])
+    checked = cli("check", "--db", str(path), "--engine", engine)
+    assert checked.returncode == 1
+    report = json.loads(checked.stdout)
+    assert report["ok"] is False and report["problems"][0]["kind"] == "expiry_count_wrong"
+    assert "pyevidence reindex" in report["fix"] and "pyevidence reindex" in checked.stderr
+    assert cli("reindex", "--db", str(path), "--engine", engine).returncode == 0
+    assert cli("check", "--db", str(path), "--engine", engine).returncode == 0
+
+
+def test_the_progress_bar_draws_in_place_on_a_terminal() -> None:
+    from pyevidence.interfaces.progress import IndexProgress
+
+    class Terminal:
+        def __init__(self) -> None:
+            self.text = ""
+
+        def isatty(self) -> bool:
+            return True
+
+        def write(self, text: str) -> None:
+            self.text += text
+
+        def flush(self) -> None:
+            pass
+
+    screen = Terminal()
+    bar: Callable[[int, int], None] = IndexProgress(screen)  # type: ignore[arg-type]
+    bar(0, 4)
+    bar(4, 4)
+    assert screen.text.endswith("\rbuilding the token index [" + "#" * 30 + "] 4/4 records\n")
+    assert screen.text.startswith("\rbuilding the token index [" + "-" * 30 + "] 0/4 records")
