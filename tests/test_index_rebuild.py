@@ -205,7 +205,9 @@ def test_a_failure_during_the_build_leaves_the_file_at_version_4(
         EvidenceStore(path, engine=engine, progress=fails_midway)
     assert path.read_bytes() == before
     assert user_version(path) == 4
-    # an SQL error in the build is reported as an upgrade that did not happen
+    if engine == "native":
+        return  # its build is C's (evidence_store_reindex); csrc/test/test_store.c fails it midway
+    # an SQL error in the generic build is reported as an upgrade that did not happen
     monkeypatch.setattr(rebuild, "_ENTER_NEXT_SQL", "INSERT INTO no_such_table VALUES (1)")
     with pytest.raises(
         SchemaError,
