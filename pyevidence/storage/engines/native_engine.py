@@ -297,14 +297,14 @@ class NativeEngine:
             self._store = ffi.NULL
 
 
-@ffi.def_extern()  # type: ignore[misc]
+@ffi.def_extern()  # type: ignore[untyped-decorator]
 def evidence_reindex_progress(handle: Any, done: int, total: int) -> int:
     """evidence_store_reindex's progress callback: calls the caller's function; an
     exception it raises is kept for rebuild_index to raise, and stops the rebuild."""
     progress, raised = ffi.from_handle(handle)
     try:
         progress(int(done), int(total))
-    except BaseException as exc:  # noqa: BLE001 - handed back to rebuild_index, never lost
+    except BaseException as exc:  # handed back to build_index, never lost
         raised.append(exc)
         return 1
     return 0
