@@ -178,7 +178,14 @@ def test_raw_sql_cannot_rewrite_history(open_store: Any, tmp_path: Path, sql: st
         store.put(**record())
     before = path.read_bytes()
     conn = sqlite3.connect(path)
+    sql_functions.register(conn)  # as a raw-SQL writer has them (docs/sql.md)
     with pytest.raises(sqlite3.IntegrityError, match=message):
+        conn.execute(sql)
+    conn.close()
+    # Without pyevidence's functions a write to evidence cannot even start: its triggers
+    # (the history's, the token index's) call them.
+    conn = sqlite3.connect(path)
+    with pytest.raises(sqlite3.Error, match=message if "evidence_versions" in sql else "no such function"):
         conn.execute(sql)
     conn.close()
     assert path.read_bytes() == before
