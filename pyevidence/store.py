@@ -246,6 +246,7 @@ class EvidenceStore:
         now: int,
         limit: int = 5,
         scorer: Scorer | SetRanker | InStoreRanker | None = None,
+        method: str | None = None,
     ) -> Retrieval:
         """The records of ``tenant`` at ``revision`` with ``expires_at > now`` that
         score above zero for ``query``, best first, ties by record id, at most
@@ -257,12 +258,18 @@ class EvidenceStore:
         or HybridScorer ranks by its own rule (docs/ranking.md); a remote
         one can fail, and then ``status`` says "unavailable" (no hits: not ranked)
         or "degraded" (its fallback ranked).
+
+        ``method`` chooses how the default token scorer finds its hits: "index" (the
+        default) reads the token index's postings of the query's tokens, "scan" scores
+        every eligible row; the two return the same Retrieval (docs/token-index.md).
+        It applies to the default scorer only.
         """
         tenant, revision, now = validation.scope(
             tenant=tenant, revision=revision, now=now, limits=self._limits
         )
         query = validation.query(query, self._limits)
         limit = validation.limit(limit)
+        method = _retrieval_method(method, scorer)
         if scorer is not None and not isinstance(scorer, (Scorer, SetRanker, InStoreRanker)):
             raise ValidationError(
                 "scorer",
@@ -275,7 +282,7 @@ class EvidenceStore:
             return finish()  # the Python engine's distances are computed here, outside the lock
         with self._engine_locked() as engine:
             if scorer is None and hasattr(engine, "rank_by_tokens"):
-                hits, eligible = engine.rank_by_tokens(tenant, revision, now, query, limit)
+                hits, eligible = engine.rank_by_tokens(tenant, revision, now, query, limit, method=method)
                 return Retrieval(hits=hits, eligible_count=eligible)
             candidates = engine.candidates(tenant, revision, now)
         # Scoring happens outside the lock: a slow scorer must not stall other threads.
@@ -515,9 +522,16 @@ class ScopedStore:
         now: int,
         limit: int = 5,
         scorer: Scorer | SetRanker | InStoreRanker | None = None,
+        method: str | None = None,
     ) -> Retrieval:
         return self._store.retrieve(
-            tenant=self._tenant, revision=revision, query=query, now=now, limit=limit, scorer=scorer
+            tenant=self._tenant,
+            revision=revision,
+            query=query,
+            now=now,
+            limit=limit,
+            scorer=scorer,
+            method=method,
         )
 
     def forget(self, *, record_id: str) -> bool:
@@ -602,6 +616,23 @@ def _write_transaction(engine: Any, operation: str) -> Iterator[None]:
         return
     with begin(operation):
         yield
+
+
+RETRIEVAL_METHODS = ("index", "scan")
+
+
+def _retrieval_method(method: object, scorer: object) -> str:
+    """retrieve()'s method: "index" unless the caller asks for "scan"; for the default
+    token scorer only, since any other scorer is handed every eligible record."""
+    if method is None:
+        return "index"
+    if not isinstance(method, str) or method not in RETRIEVAL_METHODS:
+        raise ValidationError("method", f"must be 'index' or 'scan', not {method!r}")
+    if scorer is not None:
+        raise ValidationError(
+            "method", "applies to the default token scorer only; leave it out when you pass a scorer"
+        )
+    return method
 
 
 def _checked_retrieval(result: object, eligible: int, limit: int) -> Retrieval:
