@@ -120,7 +120,8 @@ test-py-%: $(VENV)-%/.installed-dev
 test-leaks: $(VENV)/.installed-dev
 	$(PY) tests/valgrind_leaks.py
 
-## bench: the Python engine, the native engine and the floor side by side (see docs/performance.md);
+## bench: retrieve through the token index beside the scan, the Python engine, the floor and FTS5,
+## then put_many beside FTS5 and plain SQLite (see docs/performance.md);
 ## BENCH_ARGS=--full adds 1,000,000 eligible rows
 bench: bench-overlap $(VENV)/.installed-bench
 	$(VENV)/bin/pyevidence bench --out bench-results $(BENCH_ARGS)

@@ -35,9 +35,14 @@ def test_bench_writes_table_json_and_figures(tmp_path: Path) -> None:
     (size,) = data["sizes"]
     for which in ("rare", "common"):
         figures = size["sets"][which]
-        assert set(figures["ms_per_query"]) == {"python", "native", "floor"}
-        assert all(v > 0 for v in figures["ms_per_query"].values())
+        assert set(figures["p50_ms"]) == set(figures["p99_ms"]) == set(run.PATHS)
+        assert all(0 < figures["p50_ms"][p] <= figures["p99_ms"][p] for p in run.PATHS)
+        # the fast paths repeat each query, so that their p99 rests on more samples
+        assert figures["samples"]["index"] == run.FAST_REPEATS * figures["samples"]["scan"]
     assert "| 40 | rare |" in (tmp_path / "results.md").read_text()
+    sizes = size["bytes"]
+    assert 0 < sizes["pyevidence"]["token_index"] < sizes["pyevidence"]["file"] and sizes["fts5"] > 0
+    assert all(ms > 0 for ms in size["single_put_p50_ms"].values())
     section = data["writes"]
     assert section["records"] == 100 and set(section["records_per_s"]) == {
         "python",
@@ -64,15 +69,15 @@ def test_the_write_sections_peers_store_the_same_rows(tmp_path: Path) -> None:
         conn.close()
 
 
-def test_bench_fails_when_the_engines_disagree(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bench_fails_when_the_index_and_the_scan_disagree(monkeypatch: pytest.MonkeyPatch) -> None:
     from pyevidence.storage.engines.native_engine import NativeEngine
 
     original = NativeEngine.rank_by_tokens
 
-    def one_hit_short(self, *args):  # type: ignore[no-untyped-def]
-        hits, count = original(self, *args)
-        return hits[:-1], count
+    def index_one_hit_short(self, *args, method):  # type: ignore[no-untyped-def]
+        hits, count = original(self, *args, method=method)
+        return (hits[:-1] if method == "index" else hits), count
 
-    monkeypatch.setattr(NativeEngine, "rank_by_tokens", one_hit_short)
-    with pytest.raises(run.BenchmarkFailed, match="disagree"):
+    monkeypatch.setattr(NativeEngine, "rank_by_tokens", index_one_hit_short)
+    with pytest.raises(run.BenchmarkFailed, match="the index and the scan disagree"):
         run.run([40], seed=1, puts=40)

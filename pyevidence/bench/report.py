@@ -14,20 +14,36 @@ def markdown(results: dict[str, Any]) -> str:
     lines = [
         f"Machine: {m['processor']}, {m['cpus']} CPUs, {m['platform']}; Python {m['python']}, "
         f"SQLite {m['sqlite_python']}; pyevidence {m['pyevidence']}; limit {results['limit']}, "
-        f"seed {results['seed']}.",
+        f"seed {results['seed']}. Milliseconds per query, p50 / p99.",
         "",
-        "| eligible rows | query set | python ms/query | native ms/query | floor ms/query "
-        "| native speed-up over python | native / floor |",
-        "|---:|---|---:|---:|---:|---:|---:|",
+        "| eligible rows | query set | index | scan | python | floor | FTS5 "
+        "| index vs FTS5 | index vs scan |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for size in results["sizes"]:
         for which, s in size["sets"].items():
-            ms = s["ms_per_query"]
-            lines.append(
-                f"| {size['eligible_rows']:,} | {which} | {ms['python']:.3f} | {ms['native']:.3f} "
-                f"| {ms['floor']:.3f} | {s['native_speedup_over_python']:.1f}x "
-                f"| {s['native_over_floor']:.2f} |"
+            p50, p99 = s["p50_ms"], s["p99_ms"]
+            cells = " | ".join(
+                f"{p50[p]:.2f} / {p99[p]:.2f}" for p in ("index", "scan", "python", "floor", "fts5")
             )
+            lines.append(
+                f"| {size['eligible_rows']:,} | {which} | {cells} "
+                f"| {s['index_faster_than_fts5']:.1f}x faster | {s['index_faster_than_scan']:.0f}x faster |"
+            )
+    lines += [
+        "",
+        "| eligible rows | pyevidence file | its records | its token index | FTS5 file "
+        "| single put p50, native | single put p50, python |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for size in results["sizes"]:
+        b, put = size["bytes"], size["single_put_p50_ms"]
+        ours = b["pyevidence"]
+        lines.append(
+            f"| {size['eligible_rows']:,} | {_mib(ours['file'])} | {_mib(ours['records'])} "
+            f"| {_mib(ours['token_index'])} | {_mib(b['fts5'])} "
+            f"| {put['native']:.2f} ms | {put['python']:.2f} ms |"
+        )
     lines += [
         "",
         "| engine | put() records/s | put_many() records/s | open ms (largest size) |",
@@ -45,8 +61,12 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
 def chart(results: dict[str, Any], path: Path) -> bool:
-    """A log-log chart of ms/query against eligible rows; False when matplotlib is missing."""
+    """A log-log chart of p50 ms/query against eligible rows; False when matplotlib is missing."""
     try:
         import matplotlib
 
@@ -56,17 +76,18 @@ def chart(results: dict[str, Any], path: Path) -> bool:
         return False
     sizes = [s["eligible_rows"] for s in results["sizes"]]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    styles = (("index", "D-"), ("fts5", "v-"), ("python", "o-"), ("scan", "s-"), ("floor", "^--"))
     for ax, which in zip(axes, ("rare", "common"), strict=True):
-        for p, style in (("python", "o-"), ("native", "s-"), ("floor", "^--")):
-            ax.plot(sizes, [s["sets"][which]["ms_per_query"][p] for s in results["sizes"]], style, label=p)
+        for p, style in styles:
+            ax.plot(sizes, [s["sets"][which]["p50_ms"][p] for s in results["sizes"]], style, label=p)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(f"{which} queries")
         ax.set_xlabel("eligible rows")
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].set_ylabel("ms per query (median)")
+    axes[0].set_ylabel("ms per query (p50)")
     axes[0].legend()
-    fig.suptitle("pyevidence retrieve: Python engine, native engine, floor")
+    fig.suptitle("pyevidence retrieve: token index, scan, Python engine, floor, FTS5")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

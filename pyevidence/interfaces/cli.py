@@ -48,7 +48,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("doctor", help="show what this installation can do (engines, SQLite, extension loading)")
 
-    p = sub.add_parser("bench", help="benchmark the Python engine, the native engine and the floor")
+    p = sub.add_parser(
+        "bench",
+        help="benchmark retrieve: the token index beside the scan, the Python engine, the floor, FTS5",
+    )
     p.add_argument("--sizes", default=DEFAULT_BENCH_SIZES, help="eligible rows per run, comma-separated")
     p.add_argument("--full", action="store_true", help="also run 1,000,000 eligible rows")
     p.add_argument("--out", default="bench-results", metavar="DIR", help="where to write the results")
