@@ -73,6 +73,7 @@ typedef struct BatchSlot {
   size_t iRec;
   size_t iLast;
   int64_t n;
+  int64_t nBefore; /* per record: its latest seq before the batch (0: it had no version) */
   char zHash[65];
 } BatchSlot;
 
@@ -219,6 +220,7 @@ static int batchLink(sqlite3 *db, EvidenceBatch *p, const EvidencePut *aRec, siz
     }
     if (rc == SQLITE_OK && pRecord->iRec == 0) {
       rc = batchReadSeq(db, p, &aRec[i], &pRecord->n);
+      pRecord->nBefore = pRecord->n;
       pRecord->iRec = i + 1;
       aLast[nLast++] = i; /* updated below to the last occurrence */
     }
@@ -320,9 +322,11 @@ int evidenceBatchPut(sqlite3 *db, EvidenceBatch *p, const EvidencePut *aRec, siz
   for (i = 0; rc == SQLITE_OK && i < nLast; i++) {
     const EvidencePut *r = apCurrent[i];
     size_t iRec = (size_t)(r - aRec);
-    /* the index first: it reads the current row this one replaces */
+    /* the index first: it reads the current row this one replaces, if the record had
+    ** any version before the batch */
     rc = evidenceIndexRecord(db, p->pIndex, r->tenant, r->tenant_len, r->record_id, r->record_id_len,
-                             r->revision, r->revision_len, r->expires_at, r->body, r->body_len);
+                             r->revision, r->revision_len, r->expires_at, r->body, r->body_len,
+                             batchFind(&records, aRec, iRec, 1)->nBefore == 0);
     if (rc == SQLITE_OK) rc = batchWriteCurrent(db, p, r, &aVer[iRec]);
   }
   if (rc == SQLITE_OK) rc = evidenceIndexFinish(db, p->pIndex);

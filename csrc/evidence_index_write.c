@@ -482,12 +482,14 @@ static int iwEnter(sqlite3 *db, EvidenceIndexWriter *p, IwScope *s, const char *
 
 int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant, size_t tenant_len,
                         const char *record_id, size_t record_id_len, const char *revision,
-                        size_t revision_len, int64_t expires_at, const char *body, size_t body_len) {
+                        size_t revision_len, int64_t expires_at, const char *body, size_t body_len,
+                        int bNew) {
   sqlite3_stmt *pOld = 0;
   IwScope *pNew = 0, *pWas = 0;
   int64_t oldExpires = 0, doc = 0;
   int rc = evidenceTokenListBuild(&p->newTokens, (const unsigned char *)body, body_len);
   if (rc == SQLITE_OK) rc = iwScope(db, p, tenant, tenant_len, revision, revision_len, 1, &pNew);
+  if (rc == SQLITE_OK && bNew) return iwEnter(db, p, pNew, record_id, record_id_len, expires_at);
   if (rc == SQLITE_OK) rc = iwStmt(db, p, IW_OLD_ROW, &pOld);
   if (rc != SQLITE_OK) return rc;
   rc = bindText(pOld, 1, tenant, tenant_len);

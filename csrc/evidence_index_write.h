@@ -16,12 +16,13 @@ int evidenceIndexWriterOpen(EvidenceIndexWriter **pp);
 void evidenceIndexWriterFree(EvidenceIndexWriter *p);
 
 /* A batch: Begin, then Record for the new current row of each record, in evidence's
-** primary-key order and before that row is written (it reads the old one), then
-** Finish, which writes the postings, expiry counts and scopes. */
+** primary-key order and before that row is written (it reads the old one, unless bNew
+** says the record had no version at all before the batch), then Finish, which writes
+** the postings, expiry counts and scopes. */
 void evidenceIndexBegin(EvidenceIndexWriter *p);
 int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant, size_t tenant_len,
                         const char *record_id, size_t record_id_len, const char *revision,
-                        size_t revision_len, int64_t expires_at, const char *body, size_t body_len);
+                        size_t revision_len, int64_t expires_at, const char *body, size_t body_len, int bNew);
 int evidenceIndexFinish(sqlite3 *db, EvidenceIndexWriter *p);
 
 /* Rebuilds the whole index from evidence, inside the caller's transaction: the four
