@@ -226,6 +226,7 @@ class EvidenceStore:
         now: int,
         limit: int = 5,
         scorer: Scorer | SetRanker | InStoreRanker | None = None,
+        method: str | None = None,
     ) -> Retrieval:
         """The records of ``tenant`` at ``revision`` with ``expires_at > now`` that
         score above zero for ``query``, best first, ties by record id, at most
@@ -237,12 +238,18 @@ class EvidenceStore:
         or HybridScorer ranks by its own rule (docs/ranking.md); a remote
         one can fail, and then ``status`` says "unavailable" (no hits: not ranked)
         or "degraded" (its fallback ranked).
+
+        ``method`` chooses how the default scorer finds its hits: "index" (the
+        default, None) reads the token index's postings of the query's tokens; "scan"
+        scores every eligible record. Both return the same hits, scores, order and
+        eligible_count. A custom ``scorer`` takes no method (ValidationError).
         """
         tenant, revision, now = validation.scope(
             tenant=tenant, revision=revision, now=now, limits=self._limits
         )
         query = validation.query(query, self._limits)
         limit = validation.limit(limit)
+        method = validation.method(method, scorer=scorer)
         if scorer is not None and not isinstance(scorer, (Scorer, SetRanker, InStoreRanker)):
             raise ValidationError(
                 "scorer",
@@ -255,7 +262,7 @@ class EvidenceStore:
             return finish()  # the Python engine's distances are computed here, outside the lock
         with self._engine_locked() as engine:
             if scorer is None and hasattr(engine, "rank_by_tokens"):
-                hits, eligible = engine.rank_by_tokens(tenant, revision, now, query, limit)
+                hits, eligible = engine.rank_by_tokens(tenant, revision, now, query, limit, method=method)
                 return Retrieval(hits=hits, eligible_count=eligible)
             candidates = engine.candidates(tenant, revision, now)
         # Scoring happens outside the lock: a slow scorer must not stall other threads.
@@ -478,9 +485,16 @@ class ScopedStore:
         now: int,
         limit: int = 5,
         scorer: Scorer | SetRanker | InStoreRanker | None = None,
+        method: str | None = None,
     ) -> Retrieval:
         return self._store.retrieve(
-            tenant=self._tenant, revision=revision, query=query, now=now, limit=limit, scorer=scorer
+            tenant=self._tenant,
+            revision=revision,
+            query=query,
+            now=now,
+            limit=limit,
+            scorer=scorer,
+            method=method,
         )
 
     def forget(self, *, record_id: str) -> bool:

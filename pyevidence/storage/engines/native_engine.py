@@ -188,8 +188,12 @@ class NativeEngine:
             self._script("COMMIT;")
 
     def rank_by_tokens(
-        self, tenant: str, revision: str, now: int, query: str, limit: int
+        self, tenant: str, revision: str, now: int, query: str, limit: int, *, method: str = "index"
     ) -> tuple[tuple[Hit, ...], int]:
+        # TODO(lead): method="index" is to call the coming evidence_store_search
+        # (csrc/evidence_index.c); until it lands, both methods run the C scan below,
+        # which returns the same hits.
+        del method
         t, v, q = _utf8(tenant), _utf8(revision), _utf8(query)
         out = ffi.new("EvidenceRows **")
         rc = lib.evidence_store_retrieve(self._store, t, len(t), v, len(v), now, q, len(q), limit, out)
