@@ -259,17 +259,17 @@ class EvidenceStore:
         one can fail, and then ``status`` says "unavailable" (no hits: not ranked)
         or "degraded" (its fallback ranked).
 
-        ``method`` chooses how the default token scorer finds its hits: "index" (the
-        default) reads the token index's postings of the query's tokens, "scan" scores
-        every eligible row; the two return the same Retrieval (docs/token-index.md).
-        It applies to the default scorer only.
+        ``method`` chooses how the default scorer finds its hits: "index" (the
+        default, None) reads the token index's postings of the query's tokens; "scan"
+        scores every eligible record. Both return the same hits, scores, order and
+        eligible_count. A custom ``scorer`` takes no method (ValidationError).
         """
         tenant, revision, now = validation.scope(
             tenant=tenant, revision=revision, now=now, limits=self._limits
         )
         query = validation.query(query, self._limits)
         limit = validation.limit(limit)
-        method = _retrieval_method(method, scorer)
+        method = validation.method(method, scorer=scorer)
         if scorer is not None and not isinstance(scorer, (Scorer, SetRanker, InStoreRanker)):
             raise ValidationError(
                 "scorer",
@@ -616,23 +616,6 @@ def _write_transaction(engine: Any, operation: str) -> Iterator[None]:
         return
     with begin(operation):
         yield
-
-
-RETRIEVAL_METHODS = ("index", "scan")
-
-
-def _retrieval_method(method: object, scorer: object) -> str:
-    """retrieve()'s method: "index" unless the caller asks for "scan"; for the default
-    token scorer only, since any other scorer is handed every eligible record."""
-    if method is None:
-        return "index"
-    if not isinstance(method, str) or method not in RETRIEVAL_METHODS:
-        raise ValidationError("method", f"must be 'index' or 'scan', not {method!r}")
-    if scorer is not None:
-        raise ValidationError(
-            "method", "applies to the default token scorer only; leave it out when you pass a scorer"
-        )
-    return method
 
 
 def _checked_retrieval(result: object, eligible: int, limit: int) -> Retrieval:

@@ -156,6 +156,25 @@ def limit(value: Any) -> int:
     return integer("limit", value, minimum=LIMIT_MIN, maximum=LIMIT_MAX)
 
 
+RETRIEVE_METHODS = ("index", "scan")
+
+
+def method(value: Any, *, scorer: object) -> str:
+    """retrieve()'s method: how the default token scorer finds its hits (None: "index").
+    A custom scorer ranks by its own rule, so it takes no method."""
+    if value is None:
+        return "index"
+    if not isinstance(value, str) or value not in RETRIEVE_METHODS:
+        raise ValidationError("method", f"must be 'index', 'scan' or None (the index); got {value!r}")
+    if scorer is not None:
+        raise ValidationError(
+            "method",
+            "applies to the default token scorer only; pass method or scorer, not both "
+            f"(got method={value!r} with a {type(scorer).__name__})",
+        )
+    return value
+
+
 def record_key(*, tenant: Any, record_id: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str]:
     """Validate the (tenant, record_id) pair that names one record."""
     return (

@@ -104,6 +104,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--query", required=True)
     p.add_argument("--now", required=True, type=int, metavar="N", help="the caller's logical time")
     p.add_argument("--limit", type=int, default=5, metavar="N", help="at most N hits, 1..10 (default 5)")
+    p.add_argument(
+        "--method",
+        choices=("index", "scan"),
+        default=None,
+        help="index: read the token index (default); scan: score every eligible record (same hits)",
+    )
 
     p = command("forget", "forget one record of one tenant (its current row and its versions' content)")
     p.add_argument("--tenant", required=True)
@@ -247,6 +253,7 @@ def _run(args: argparse.Namespace) -> Any:
                 query=args.query,
                 now=args.now,
                 limit=args.limit,
+                method=args.method,
             )
         scope = {"tenant": args.tenant, "revision": args.revision, "now": args.now}
         return {"query": args.query, "scope": scope, **result.to_dict()}

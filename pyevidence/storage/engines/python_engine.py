@@ -17,9 +17,12 @@ from ...core.errors import SchemaError, from_sqlite
 from ...core.hashing import FIRST_PREVIOUS
 from ...core.records import Candidate, Hit, IndexRebuild, Record
 from ...core.vectors import Vector, cosine_distance, squared_norm
+from ...ranking.scoring import TokenScorer, rank
 from ...ranking.vector_scoring import Scored, python_rank_by_vector
 from .. import schema, sql_functions
+from ..index import maintain as index_maintain
 from ..index import rebuild
+from ..index import search as index_search
 from ..paths import DatabasePath, open_failure_hint
 from ..versions import chain_hash, content_hash
 
@@ -161,6 +164,8 @@ class PythonEngine:
         execute = self._conn.execute
         heads: dict[str, tuple[int, str]] = {}
         seqs = self._latest_seqs(records)
+        # Only a record with versions can have a current row for the index to take out.
+        replaced = index_maintain.old_rows(self._conn, [key for key, seq in seqs.items() if seq > 0])
         appended: list[tuple[Any, ...]] = []
         current: dict[tuple[str, str], tuple[Any, ...]] = {}
         for r in records:
@@ -205,6 +210,8 @@ class PythonEngine:
         try:
             self._conn.executemany(schema.VERSION_APPEND_SQL, appended)
             self._conn.executemany(schema.CURRENT_UPSERT_SQL, in_key_order)
+            # The index triggers step aside while this writer vouches: it updates the index itself.
+            index_maintain.apply(self._conn, in_key_order, replaced)
         finally:
             self._vouching = False
 
@@ -250,6 +257,29 @@ class PythonEngine:
         with _sqlite_errors("retrieve"):
             rows = self._conn.execute(schema.ELIGIBLE_SQL, _numbered((tenant, revision, now))).fetchall()
         return [Candidate(*row) for row in rows]
+
+    def rank_by_tokens(
+        self, tenant: str, revision: str, now: int, query: str, limit: int, *, method: str = "index"
+    ) -> tuple[tuple[Hit, ...], int]:
+        """The default token ranking: from the token index (pyevidence/storage/index/search.py),
+        or with method="scan" by scoring every eligible row; the same hits either way."""
+        if method == "scan":
+            candidates = self.candidates(tenant, revision, now)
+            return rank(query, candidates, TokenScorer(), limit), len(candidates)
+        with _sqlite_errors("retrieve"), self._read_transaction():
+            return index_search.search(self._conn, tenant, revision, now, query, limit)
+
+    @contextmanager
+    def _read_transaction(self) -> Iterator[None]:
+        """One snapshot for the block's reads; inside a caller's transaction, that one."""
+        if self._conn.in_transaction:
+            yield
+            return
+        self._conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._conn.execute("COMMIT")
 
     def vector_candidates(
         self, tenant: str, revision: str, now: int, query: Vector
