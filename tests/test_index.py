@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +117,16 @@ def model_retrieve(
 
 def as_rows(result: Any) -> list[Row]:
     return [
-        (h.record_id, h.revision, h.kind, h.score, h.citation, h.body, h.expires_at, int(h.version.split("-")[0]))
+        (
+            h.record_id,
+            h.revision,
+            h.kind,
+            h.score,
+            h.citation,
+            h.body,
+            h.expires_at,
+            int(h.version.split("-")[0]),
+        )
         for h in result
     ]
 
@@ -209,12 +218,13 @@ class IndexMachine(RuleBasedStateMachine):
     )
     def raw_forget(self, how: str, tenant: str, record_id: str, revision: str, cutoff: int) -> None:
         """DELETE FROM evidence of one row, a scope, the expired rows of a tenant, a tenant."""
-        where, params, chosen = {
+        deletes: dict[str, tuple[str, list[object], Callable[[Record], bool]]] = {
             "record": ("record_id = ?", [record_id], lambda r: r.record_id == record_id),
             "scope": ("revision = ?", [revision], lambda r: r.revision == revision),
             "expired": ("expires_at <= ?", [cutoff], lambda r: r.expires_at <= cutoff),
             "tenant": ("true", [], lambda r: True),
-        }[how]
+        }
+        where, params, chosen = deletes[how]
         self.store.close()
         raw_sql(self.path, f"DELETE FROM evidence WHERE tenant = ? AND {where}", [tenant, *params])
         for key, (record, _) in list(self.current.items()):
@@ -295,6 +305,22 @@ TestPythonIndex = PythonIndexMachine.TestCase
 
 
 SEARCH = "SELECT * FROM evidence_search(?, ?, ?, ?, ?)"
+
+
+def search_fields(hit: Any) -> tuple[Any, ...]:
+    """A hit's fields in evidence_search's column order, up to eligible_count."""
+    return (
+        hit.record_id,
+        hit.revision,
+        hit.kind,
+        hit.score,
+        hit.citation,
+        hit.body,
+        hit.expires_at,
+        hit.version,
+    )
+
+
 needs_native = pytest.mark.skipif(not native_available(), reason="store.query() needs the native engine")
 
 
@@ -344,11 +370,7 @@ def test_evidence_search_returns_what_retrieve_returns(
                     "version",
                     "eligible_count",
                 )
-                expected = [
-                    (h.record_id, h.revision, h.kind, h.score, h.citation, h.body, h.expires_at, h.version)
-                    + (result.eligible_count,)
-                    for h in scan
-                ]
+                expected = [(*search_fields(h), result.eligible_count) for h in scan]
                 assert list(result) == list(scan)
                 assert list(rows.rows) == expected, (tenant, revision, now, query, limit)
 
@@ -381,9 +403,7 @@ def test_evidence_search_returns_what_retrieve_returns(
 )
 def test_evidence_search_argument_errors_name_the_argument(args: list[Any], argument: str) -> None:
     with EvidenceStore(":memory:", engine="native") as store:
-        store.put(
-            tenant="t", record_id="r", revision="v", kind="runbook", body="q", source="s", expires_at=9
-        )
+        store.put(tenant="t", record_id="r", revision="v", kind="runbook", body="q", source="s", expires_at=9)
         placeholders = ", ".join("?" * len(args))
         with pytest.raises(StoreError) as caught:
             store.query(f"SELECT * FROM evidence_search({placeholders})", args)
