@@ -19,7 +19,7 @@
 **      which meets the tied ones in the order the ranking wants them, and stops
 **      when the limit is reached.
 **
-** The result is the scan's, hit for hit (tests/test_index.py and the benchmark
+** The result is the scan's, hit for hit (tests/test_index_model.py and the benchmark
 ** compare them on every query). Step 2 needs (documents / 8) x (bits of the score)
 ** bytes of memory: 1 MB for a million documents and a query of 255 tokens.
 **

@@ -321,7 +321,7 @@ END;
 -- The token index (schema version 5; docs/token-index.md). Derived data: it holds
 -- nothing that evidence does not, and `pyevidence reindex` rebuilds it from
 -- evidence alone. It lets retrieve read the postings of the query's tokens
--- instead of every eligible row, with the same hits (tests/test_index.py).
+-- instead of every eligible row, with the same hits (tests/test_index_model.py).
 -- Every write of evidence changes it in the same statement: the triggers below
 -- for raw SQL (and forget), pyevidence's own writer (evidence_writer_vouches()
 -- is 1) for put and put_many, by the same rules:
