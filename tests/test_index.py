@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 from strategies import rich_text
@@ -226,7 +226,9 @@ class IndexMachine(RuleBasedStateMachine):
 def test_index_model(engine: str) -> None:
     """index path == scan path == the model, and the index == a rebuild, on each engine."""
     machine = type(f"IndexMachine_{engine}", (IndexMachine,), {"ENGINE": engine})
-    run_state_machine_as_test(machine)
+    # A second machine beside tests/test_index_model.py's, with a rebuild compared after every
+    # step: that makes each step slow, so it runs fewer examples than the profile's.
+    run_state_machine_as_test(machine, settings=settings(max_examples=30, stateful_step_count=20))
 
 
 # -- the Python engine's batch writer against schema.sql's triggers ------------------------
@@ -246,6 +248,7 @@ def _put_raw(conn: sqlite3.Connection, r: Record) -> None:
     )
 
 
+@settings(max_examples=60)  # each example builds two stores
 @given(puts=PUTS)
 def test_a_put_writes_the_rows_of_the_raw_sql_trigger_path(
     puts: list[tuple[str, str, str, str, int]],
@@ -312,6 +315,7 @@ def _same_as_triggers(tmp: Path, before: list[Record], batch: list[Record]) -> N
         raw.close()
 
 
+@settings(max_examples=60)  # each example builds two stores
 @given(before=PUTS, batch=PUTS)
 def test_a_batch_writes_the_rows_of_remove_and_add_in_key_order(
     before: list[tuple[str, str, str, str, int]], batch: list[tuple[str, str, str, str, int]]

@@ -17,8 +17,8 @@ import pytest
 from pyevidence import EvidenceStore, SchemaError
 from pyevidence.core.tokens import token_set
 from pyevidence.storage import schema, sql_functions
-from pyevidence.storage.engines.python_engine import _statements
-from pyevidence.storage.index import rebuild
+from pyevidence.storage.engines.python_engine import _numbered, _statements
+from pyevidence.storage.index import maintain, rebuild
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MIGRATIONS = Path(schema.__file__).with_name("migrations")
@@ -164,8 +164,9 @@ def test_a_version_3_store_is_upgraded_to_5_with_its_index_built(engine: str, tm
 def test_the_batched_build_writes_what_the_one_statement_build_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The progress-reporting build (any batch size) and schema.py's one-statement SQL fallback
-    (the cluster's) write byte-identical tables: each is the rebuild rule, in key order."""
+    """The Python engine's build (any batch size), the generic SQL build (any batch size) and
+    schema.py's one-statement SQL fallback (the cluster's) write byte-identical tables: each is
+    the rebuild rule, in key order."""
     built = {}
     for batch in (1, 2, 3, 10_000):
         path = tmp_path / f"b{batch}.db"
@@ -173,6 +174,13 @@ def test_the_batched_build_writes_what_the_one_statement_build_writes(
         monkeypatch.setattr(rebuild, "BATCH_ROWS", batch)
         EvidenceStore(path, engine="python").close()
         built[batch] = index_rows(path)
+        conn = sqlite3.connect(path, isolation_level=None)
+        sql_functions.register(conn)
+        conn.execute("BEGIN")
+        rebuild.build(lambda sql, params, c=conn: c.execute(sql, _numbered(params)).fetchall(), batch=batch)
+        conn.execute("COMMIT")
+        conn.close()
+        assert index_rows(path) == built[batch], f"the generic build at batch {batch}"
     path = tmp_path / "script.db"
     v4_store(path)
     conn = sqlite3.connect(path, isolation_level=None)
@@ -207,8 +215,8 @@ def test_a_failure_during_the_build_leaves_the_file_at_version_4(
     assert user_version(path) == 4
     if engine == "native":
         return  # its build is C's (evidence_store_reindex); csrc/test/test_store.c fails it midway
-    # an SQL error in the generic build is reported as an upgrade that did not happen
-    monkeypatch.setattr(rebuild, "_ENTER_NEXT_SQL", "INSERT INTO no_such_table VALUES (1)")
+    # an SQL error in the Python engine's build is reported as an upgrade that did not happen
+    monkeypatch.setattr(maintain, "_DOC_INSERT_SQL", "INSERT INTO no_such_table VALUES (?, ?, ?, ?)")
     with pytest.raises(
         SchemaError,
         match=r"could not be upgraded from pyevidence schema version 4 to 5 "

@@ -20,9 +20,7 @@ from ...core.vectors import Vector, cosine_distance, squared_norm
 from ...ranking.scoring import TokenScorer, rank
 from ...ranking.vector_scoring import Scored, python_rank_by_vector
 from .. import schema, sql_functions
-from ..index import maintain as index_maintain
-from ..index import rebuild
-from ..index import search as index_search
+from ..index import maintain, rebuild, search
 from ..paths import DatabasePath, open_failure_hint
 from ..versions import chain_hash, content_hash
 
@@ -68,10 +66,11 @@ class PythonEngine:
         return self._conn.execute(sql, _numbered(params)).fetchall()
 
     def build_index(self, progress: rebuild.Progress | None = None) -> IndexRebuild:
-        """Builds the token index from the current rows, inside the open transaction: the
-        generic build over the schema's own SQL (storage/index/rebuild.py)."""
+        """Builds the token index from the current rows, inside the open transaction:
+        the rows of the generic build (storage/index/rebuild.py), written a batch at a
+        time by the engine's own index writer (storage/index/maintain.py)."""
         with _sqlite_errors("building the token index", writing=True):
-            return rebuild.build(self._run, progress)
+            return maintain.build(self._conn, progress, batch=rebuild.BATCH_ROWS)
 
     def reindex(self, progress: rebuild.Progress | None = None) -> IndexRebuild:
         """Rebuilds the token index in one write transaction of its own."""
@@ -164,8 +163,6 @@ class PythonEngine:
         execute = self._conn.execute
         heads: dict[str, tuple[int, str]] = {}
         seqs = self._latest_seqs(records)
-        # Only a record with versions can have a current row for the index to take out.
-        replaced = index_maintain.old_rows(self._conn, [key for key, seq in seqs.items() if seq > 0])
         appended: list[tuple[Any, ...]] = []
         current: dict[tuple[str, str], tuple[Any, ...]] = {}
         for r in records:
@@ -209,9 +206,11 @@ class PythonEngine:
         self._vouching = True
         try:
             self._conn.executemany(schema.VERSION_APPEND_SQL, appended)
+            # the index first: it reads the current rows these replace
+            index = maintain.IndexBatch(self._conn)
+            index.replace(in_key_order)
+            index.finish()
             self._conn.executemany(schema.CURRENT_UPSERT_SQL, in_key_order)
-            # The index triggers step aside while this writer vouches: it updates the index itself.
-            index_maintain.apply(self._conn, in_key_order, replaced)
         finally:
             self._vouching = False
 
@@ -261,25 +260,14 @@ class PythonEngine:
     def rank_by_tokens(
         self, tenant: str, revision: str, now: int, query: str, limit: int, *, method: str = "index"
     ) -> tuple[tuple[Hit, ...], int]:
-        """The default token ranking: from the token index (pyevidence/storage/index/search.py),
-        or with method="scan" by scoring every eligible row; the same hits either way."""
+        """The token ranking's hits and eligible count: through the token index
+        (storage/index/search.py), or with method="scan" by scoring every eligible row
+        with TokenScorer, the reference the index is checked against."""
         if method == "scan":
             candidates = self.candidates(tenant, revision, now)
             return rank(query, candidates, TokenScorer(), limit), len(candidates)
-        with _sqlite_errors("retrieve"), self._read_transaction():
-            return index_search.search(self._conn, tenant, revision, now, query, limit)
-
-    @contextmanager
-    def _read_transaction(self) -> Iterator[None]:
-        """One snapshot for the block's reads; inside a caller's transaction, that one."""
-        if self._conn.in_transaction:
-            yield
-            return
-        self._conn.execute("BEGIN")
-        try:
-            yield
-        finally:
-            self._conn.execute("COMMIT")
+        with _sqlite_errors("retrieve"):
+            return search.search(self._conn, tenant, revision, now, query, limit)
 
     def vector_candidates(
         self, tenant: str, revision: str, now: int, query: Vector

@@ -12,12 +12,16 @@ b"" (the index deletes a row whose set becomes empty).
 
 from __future__ import annotations
 
+import struct
+import sys
 from array import array
+from collections.abc import Callable
 
 CHUNK_BITS = 12
 CHUNK_DOCS = 1 << CHUNK_BITS  # 4096 documents per chunk
 BITSET_BYTES = CHUNK_DOCS // 8  # 512
 MAX_LISTED = BITSET_BYTES // 2 - 1  # 255: up to this many numbers are listed, more are a bitset
+_BIG_ENDIAN = sys.byteorder == "big"
 
 
 class DocsetError(ValueError):
@@ -33,21 +37,36 @@ def decode(blob: bytes | None) -> int:
         if bits.bit_count() <= MAX_LISTED:
             raise DocsetError("not a docset: a bitset of 255 numbers or fewer should be a list")
         return bits
+    bits = 0
+    for n in listed(blob):
+        bits |= 1 << n
+    return bits
+
+
+def listed(blob: bytes) -> list[int]:
+    """The numbers of a docset that lists them (fewer than 512 bytes), ascending."""
     if len(blob) % 2 or len(blob) > 2 * MAX_LISTED:
         raise DocsetError(f"not a docset: {len(blob)} bytes")
     numbers = array("H", blob)
-    if array("H").itemsize != 2:  # pragma: no cover - every CPython platform has 2-byte H
-        raise DocsetError("this platform has no 16-bit array type")
-    if _big_endian():
+    if _BIG_ENDIAN:
         numbers.byteswap()
-    bits = 0
-    previous = -1
-    for n in numbers:
-        if n <= previous or n >= CHUNK_DOCS:
-            raise DocsetError("not a docset: its numbers are not ascending below 4096")
-        bits |= 1 << n
-        previous = n
-    return bits
+    out = numbers.tolist()
+    if out and (out[-1] >= CHUNK_DOCS or out != sorted(set(out))):
+        raise DocsetError("not a docset: its numbers are not ascending below 4096")
+    return out
+
+
+def encode_numbers(numbers: set[int] | list[int]) -> bytes:
+    """The canonical docset of ``numbers`` (distinct, each 0..4095)."""
+    if len(numbers) > MAX_LISTED:
+        bits = 0
+        for n in numbers:
+            bits |= 1 << n
+        return encode(bits)
+    out = sorted(numbers)
+    if out and (out[0] < 0 or out[-1] >= CHUNK_DOCS):
+        raise DocsetError("a docset holds document numbers 0..4095 only")
+    return _packer(len(out))(*out)
 
 
 def encode(bits: int) -> bytes:
@@ -57,12 +76,25 @@ def encode(bits: int) -> bytes:
     count = bits.bit_count()
     if count > MAX_LISTED:
         return bits.to_bytes(BITSET_BYTES, "little")
-    out = bytearray()
-    while bits:
-        low = bits & -bits
-        out += (low.bit_length() - 1).to_bytes(2, "little")
-        bits ^= low
-    return bytes(out)
+    # the set bits' places, found in the binary text from the low end
+    text = bin(bits)[:1:-1]
+    out = []
+    at = text.find("1")
+    while at >= 0:
+        out.append(at)
+        at = text.find("1", at + 1)
+    return _packer(count)(*out)
+
+
+_PACKERS: dict[int, Callable[..., bytes]] = {}
+
+
+def _packer(count: int) -> Callable[..., bytes]:
+    """struct's packing of ``count`` little-endian uint16, made once per count."""
+    pack = _PACKERS.get(count)
+    if pack is None:
+        pack = _PACKERS[count] = struct.Struct(f"<{count}H").pack
+    return pack
 
 
 def _number(n: object) -> int:
@@ -90,9 +122,3 @@ def without_doc(blob: object, n: object) -> bytes:
 def union(a: object, b: object) -> bytes:
     """evidence_docset_union(a, b): every document of either (NULL: empty)."""
     return encode(decode(_blob(a)) | decode(_blob(b)))
-
-
-def _big_endian() -> bool:
-    import sys
-
-    return sys.byteorder == "big"

@@ -1,293 +1,400 @@
-"""The Python engine's index writer: a batch of puts, grouped.
+"""The Python engine's writer of the token index: a batch of current rows at a time.
 
-While PythonEngine._write vouches for its rows (evidence_writer_vouches() = 1), the
-index triggers of schema.sql step aside and this module makes their changes instead:
-for each record's final current row of the batch, in evidence's primary-key order,
-"remove the old current row (keep its document number if it stays in its scope),
-add the new one", exactly as INSERT INTO evidence_index_remove / evidence_index_add
-would, one record after the other. The result is the same rows; the work is grouped:
-each docset (scope, token, chunk) is read once and written once, each expiry count
-(scope, level, bucket) once, each scope row once.
+The same rules, and so the same table rows, as the schema's triggers (schema.sql,
+"The token index") and the native engine's csrc/evidence_index_write.c: each
+record's new current row, in evidence's primary-key order, takes its old row out
+(keeping its document number within the same scope) and goes in. As in C, the
+cost is per batch: the changes are queued, then each docset, expiry count and
+scope the batch touched is read and written once.
 
-Why grouping gives the same rows: a document number belongs to one record only and
-is never reused, so per docset the sequential steps come down to "the old set minus
-the removed numbers, plus the added ones", and a docset's bytes depend on its set
-only. Counts add up the same way. This holds for an index that is in step with
-evidence (tests/test_index.py), which every writer keeps it.
+    batch = IndexBatch(conn)
+    batch.replace(rows)   # put/put_many: before the current rows are written
+    batch.finish()
+
+``build`` is the rebuild: every current row entered, a batch at a time.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import sys
-from array import array
-from collections.abc import Iterable, Sequence
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ...core.errors import StoreError
+from ...core.records import IndexRebuild
 from ...core.tokens import token_set
 from . import docsets
+from .rebuild import INDEX_TABLES, summary
 
-LEVELS = 8  # expiry levels 0..7: expires_at >> (8 * level)
-_BITS = docsets.CHUNK_BITS
-_LOW = docsets.CHUNK_DOCS - 1
-_LISTED = docsets.MAX_LISTED
-_BIG_ENDIAN = sys.byteorder == "big"
+CHUNK_BITS = docsets.CHUNK_BITS
+LOW_MASK = docsets.CHUNK_DOCS - 1
+LEVELS = range(8)
 
-# An old current row, by its (tenant, record_id). One statement per record: given an IN
-# list, the planner scans the tenant's rows in primary-key order instead.
-_OLD_ROW_SQL = "SELECT revision, expires_at, body FROM evidence WHERE tenant = ? AND record_id = ?"
+BROKEN = (
+    "the token index disagrees with the stored records, so nothing was written; "
+    "rebuild it with `pyevidence reindex`"
+)
+
+# A record's current row, with its document number as the index holds it (NULL: none).
+_OLD_ROW_SQL = (
+    "SELECT e.revision, e.expires_at, e.body, d.doc FROM evidence AS e"
+    " LEFT JOIN evidence_index_scopes AS s ON s.tenant = e.tenant AND s.revision = e.revision"
+    " LEFT JOIN evidence_index_docs AS d ON d.scope = s.scope AND d.record_id = e.record_id"
+    " WHERE e.tenant = ? AND e.record_id = ?"
+)
 _SCOPE_SQL = "SELECT scope, docs, next_doc FROM evidence_index_scopes WHERE tenant = ? AND revision = ?"
 _MAX_SCOPE_SQL = "SELECT coalesce(max(scope), 0) FROM evidence_index_scopes"
-_DOC_SQL = "SELECT doc FROM evidence_index_docs WHERE scope = ? AND record_id = ?"
-_POSTINGS_SQL = (
-    "SELECT token, docs FROM evidence_index_postings"
-    " WHERE scope = ? AND chunk = ? AND token IN (SELECT value FROM json_each(?))"
+_SCOPE_INSERT_SQL = (
+    "INSERT INTO evidence_index_scopes (tenant, revision, scope, docs, next_doc) VALUES (?, ?, ?, ?, ?)"
 )
-_EXPIRY_SQL = (
-    "SELECT bucket, rows FROM evidence_index_expiry"
-    " WHERE scope = ? AND level = ? AND bucket IN (SELECT value FROM json_each(?))"
+_SCOPE_UPDATE_SQL = "UPDATE evidence_index_scopes SET docs = ?, next_doc = ? WHERE scope = ?"
+_DOC_INSERT_SQL = "INSERT INTO evidence_index_docs (scope, record_id, doc, expires_at) VALUES (?, ?, ?, ?)"
+_DOC_UPDATE_SQL = "UPDATE evidence_index_docs SET expires_at = ? WHERE scope = ? AND record_id = ?"
+_DOC_DELETE_SQL = "DELETE FROM evidence_index_docs WHERE scope = ? AND record_id = ?"
+_READ_CHUNK = 100
+_POSTING_READ_ONE_SQL = (
+    "SELECT token, docs FROM evidence_index_postings WHERE scope = ? AND chunk = ? AND token = ?"
+)
+_POSTING_READ_MANY_SQL = (
+    "SELECT token, docs FROM evidence_index_postings WHERE scope = ? AND chunk = ? AND token IN ("
+    + ", ".join("?" * _READ_CHUNK)
+    + ")"
+)
+_POSTING_WRITE_SQL = (
+    "INSERT INTO evidence_index_postings (scope, token, chunk, docs) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (scope, token, chunk) DO UPDATE SET docs = excluded.docs"
+)
+# Documents new to the scope only: their numbers are above every one the docset holds, so a
+# list that stays a list (255 numbers at most) is the old one with them after it.
+_POSTING_APPEND_SQL = (
+    "INSERT INTO evidence_index_postings (scope, token, chunk, docs) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (scope, token, chunk) DO UPDATE SET docs = CASE"
+    " WHEN length(docs) + length(excluded.docs) <= 510 THEN CAST(docs || excluded.docs AS BLOB)"
+    " ELSE evidence_docset_union(docs, excluded.docs) END"
+)
+_POSTING_DELETE_SQL = "DELETE FROM evidence_index_postings WHERE scope = ? AND token = ? AND chunk = ?"
+_EXPIRY_READ_SQL = "SELECT rows FROM evidence_index_expiry WHERE scope = ? AND level = ? AND bucket = ?"
+_EXPIRY_WRITE_SQL = (
+    "INSERT INTO evidence_index_expiry (scope, level, bucket, rows) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (scope, level, bucket) DO UPDATE SET rows = excluded.rows"
+)
+_EXPIRY_DELETE_SQL = "DELETE FROM evidence_index_expiry WHERE scope = ? AND level = ? AND bucket = ?"
+_EXPIRY_ADD_SQL = (
+    "INSERT INTO evidence_index_expiry (scope, level, bucket, rows) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (scope, level, bucket) DO UPDATE SET rows = rows + excluded.rows"
+)
+_ALL_ROWS_SQL = (
+    "SELECT tenant, revision, expires_at, record_id, body FROM evidence"
+    " ORDER BY tenant, revision, expires_at, record_id"
 )
 
+# A current row as _write holds it: tenant, revision, expires_at, record_id, then body at BODY.
+BODY = 5
+Progress = Callable[[int, int], None]
 
-def old_rows(
-    conn: sqlite3.Connection, keys: Iterable[tuple[str, str]]
-) -> dict[tuple[str, str], tuple[Any, ...]]:
-    """The current (revision, expires_at, body) of each (tenant, record_id) of ``keys``
-    that has one; read before the batch's upsert replaces them."""
-    found: dict[tuple[str, str], tuple[Any, ...]] = {}
-    execute = conn.execute
-    for key in keys:
-        row = execute(_OLD_ROW_SQL, key).fetchone()
-        if row is not None:
-            found[key] = row
-    return found
+
+class IndexBroken(StoreError):
+    """The index does not hold what the records say it must (a raw write to its
+    tables, or a bug): `pyevidence reindex` rebuilds it."""
 
 
 class _Scope:
-    """One scope's row as the batch changes it."""
+    """A scope the batch touched, with its counts as the batch leaves them."""
 
-    __slots__ = ("docs", "first_doc", "new", "next_doc", "number")
+    __slots__ = ("docs", "docs_was", "new", "next_doc", "next_doc_was", "number", "revision", "tenant")
 
-    def __init__(self, number: int, docs: int, next_doc: int, new: bool) -> None:
-        self.number, self.docs, self.next_doc, self.new = number, docs, next_doc, new
-        self.first_doc = next_doc  # the first number the batch gives out
+    def __init__(self, tenant: str, revision: str, number: int, docs: int, next_doc: int, new: bool) -> None:
+        self.tenant, self.revision, self.number = tenant, revision, number
+        self.docs = self.docs_was = docs
+        self.next_doc = self.next_doc_was = next_doc
+        self.new = new
 
 
-class _Scopes:
-    """The scope rows the batch touches, read once; new ones numbered max + 1, in the
-    order the batch first uses them."""
+# Postings changes: (scope, chunk) -> token -> the numbers doc & 4095 gaining or losing it.
+_Changes = dict[tuple[int, int], defaultdict[str, list[int]]]
+
+
+class IndexBatch:
+    """The index changes of one batch of current rows, queued, then applied by finish()."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-        self.rows: dict[tuple[str, str], _Scope | None] = {}
-        self._max: int | None = None
+        self._scopes: dict[tuple[str, str], _Scope | None] = {}
+        self._next_scope = 0  # 0: max(scope) not read yet
+        self._fresh: _Changes = {}  # documents entering their scope in this batch
+        self._adds: _Changes = {}  # kept documents gaining a token
+        self._removes: _Changes = {}
+        self._expiry: dict[tuple[int, int], int] = {}  # (scope, expires_at) -> rows gained
+        self._doc_inserts: list[tuple[int, str, int, int]] = []
+        self._doc_updates: list[tuple[int, int, str]] = []
+        self._doc_deletes: list[tuple[int, str]] = []
 
-    def existing(self, tenant: str, revision: str) -> _Scope | None:
+    # ---- queueing
+
+    def replace(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Each row (tenant, revision, expires_at, record_id, _, body, ...) is its
+        record's new current row, the rows in evidence's primary-key order, one per
+        record: its old current row (still in evidence) goes out, it comes in."""
+        old = self._old_rows(rows)
+        for row in rows:
+            tenant, revision, expires_at, record_id = row[0], row[1], row[2], row[3]
+            tokens = token_set(row[BODY])
+            new = self._scope(tenant, revision, create=True)
+            assert new is not None
+            was = old.get((tenant, record_id))
+            if was is None:
+                self._enter(new, record_id, expires_at, tokens)
+                continue
+            old_revision, old_expires, old_body, doc = was
+            before = self._scope(tenant, old_revision, create=False)
+            if before is None or doc is None:
+                raise IndexBroken(BROKEN)
+            old_tokens = token_set(old_body)
+            if before is new:  # same scope: the document keeps its number
+                self._queue(self._adds, new.number, doc, tokens - old_tokens)
+                self._queue(self._removes, new.number, doc, old_tokens - tokens)
+                if old_expires != expires_at:
+                    self._doc_updates.append((expires_at, new.number, record_id))
+                    self._count_expiry(new.number, old_expires, -1)
+                    self._count_expiry(new.number, expires_at, 1)
+                continue
+            # another revision: out of the old scope, into the new one
+            self._queue(self._removes, before.number, doc, old_tokens)
+            self._count_expiry(before.number, old_expires, -1)
+            self._doc_deletes.append((before.number, record_id))
+            before.docs -= 1
+            self._enter(new, record_id, expires_at, tokens)
+
+    def enter(self, tenant: str, revision: str, expires_at: int, record_id: str, body: str) -> None:
+        """A current row the index does not hold yet (the rebuild's step)."""
+        scope = self._scope(tenant, revision, create=True)
+        assert scope is not None
+        self._enter(scope, record_id, expires_at, token_set(body))
+
+    def _enter(self, scope: _Scope, record_id: str, expires_at: int, tokens: Iterable[str]) -> None:
+        doc = scope.next_doc
+        scope.next_doc += 1
+        scope.docs += 1
+        self._doc_inserts.append((scope.number, record_id, doc, expires_at))
+        self._queue(self._fresh, scope.number, doc, tokens)
+        self._count_expiry(scope.number, expires_at, 1)
+
+    def _queue(self, changes: _Changes, scope: int, doc: int, tokens: Iterable[str]) -> None:
+        key = (scope, doc >> CHUNK_BITS)
+        by_token = changes.get(key)
+        if by_token is None:
+            by_token = changes[key] = defaultdict(list)
+        low = doc & LOW_MASK
+        for token in tokens:
+            by_token[token].append(low)
+
+    def _count_expiry(self, scope: int, expires_at: int, delta: int) -> None:
+        key = (scope, expires_at)
+        self._expiry[key] = self._expiry.get(key, 0) + delta
+
+    def _scope(self, tenant: str, revision: str, *, create: bool) -> _Scope | None:
+        """The batch's entry for (tenant, revision): read on first use; created
+        (numbered max + 1) when ``create`` and the table has none."""
         key = (tenant, revision)
-        if key not in self.rows:
-            row = self._conn.execute(_SCOPE_SQL, key).fetchone()
-            self.rows[key] = None if row is None else _Scope(row[0], row[1], row[2], False)
-        return self.rows[key]
-
-    def entered(self, tenant: str, revision: str) -> _Scope:
-        scope = self.existing(tenant, revision)
-        if scope is None:
-            if self._max is None:
-                self._max = int(self._conn.execute(_MAX_SCOPE_SQL).fetchone()[0])
-            self._max += 1
-            scope = self.rows[tenant, revision] = _Scope(self._max, 0, 0, True)
+        scope = self._scopes.get(key)
+        if scope is not None:
+            return scope
+        found = self._conn.execute(_SCOPE_SQL, key).fetchone()
+        if found is not None:
+            scope = self._scopes[key] = _Scope(tenant, revision, found[0], found[1], found[2], new=False)
+            return scope
+        if not create:
+            return None
+        if self._next_scope == 0:
+            self._next_scope = int(self._conn.execute(_MAX_SCOPE_SQL).fetchone()[0]) + 1
+        scope = self._scopes[key] = _Scope(tenant, revision, self._next_scope, 0, 0, new=True)
+        self._next_scope += 1
         return scope
 
+    def _old_rows(
+        self, rows: Sequence[Sequence[Any]]
+    ) -> dict[tuple[str, str], tuple[str, int, str, int | None]]:
+        """The current rows the batch replaces: (tenant, record_id) -> (revision,
+        expires_at, body, its document number in the index or None). One lookup a
+        record, through evidence's UNIQUE (tenant, record_id): an IN list of many ids
+        can lead the planner to a scan of the tenant's rows."""
+        execute = self._conn.execute
+        old: dict[tuple[str, str], tuple[str, int, str, int | None]] = {}
+        for row in rows:
+            key = (row[0], row[3])
+            found = execute(_OLD_ROW_SQL, key).fetchone()
+            if found is not None:
+                old[key] = found
+        return old
 
-def apply(
-    conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], old: dict[tuple[str, str], tuple[Any, ...]]
-) -> None:
-    """Updates the index for the batch's final current rows ``rows`` (evidence's column
-    order: tenant, revision, expires_at, record_id, kind, body, ...), in evidence's
-    primary-key order, given ``old``: the rows they replace (old_rows())."""
-    scopes = _Scopes(conn)
-    # (scope, chunk) -> token -> the chunk-local numbers added / removed.
-    added: dict[tuple[int, int], dict[str, list[int]]] = {}
-    removed: dict[tuple[int, int], dict[str, list[int]]] = {}
-    expiry: dict[tuple[int, int, int], int] = {}  # (scope, level, bucket) -> change of its count
-    docs_new: list[tuple[int, str, int, int]] = []
-    docs_gone: list[tuple[int, str]] = []
-    docs_moved: list[tuple[int, int, str]] = []  # (expires_at, scope, record_id): a kept number
-    for row in rows:
-        tenant, revision, expires_at, record_id, body = row[0], row[1], row[2], row[3], row[5]
-        kept: int | None = None
-        before = old.get((tenant, record_id))
-        if before is not None:
-            old_revision, old_expires_at, old_body = before
-            scope = scopes.existing(tenant, old_revision)
-            if scope is not None:
-                keep = old_revision == revision
-                found = conn.execute(_DOC_SQL, (scope.number, record_id)).fetchone()
-                if found is not None:
-                    doc = found[0]
-                    _note(removed, scope.number, doc, token_set(old_body))
-                    if not keep:
-                        docs_gone.append((scope.number, record_id))
-                    else:
-                        kept = doc
-                        if old_expires_at != expires_at:
-                            docs_moved.append((expires_at, scope.number, record_id))
-                _count(expiry, scope.number, old_expires_at, -1)
-                if not keep:
-                    scope.docs -= 1
-        scope = scopes.entered(tenant, revision)
-        if kept is None:
-            doc = scope.next_doc
-            scope.next_doc += 1
-            scope.docs += 1
-            docs_new.append((scope.number, record_id, doc, expires_at))
-        else:
-            doc = kept
-        _note(added, scope.number, doc, token_set(body))
-        _count(expiry, scope.number, expires_at, 1)
-    reached = {s.number: (s.first_doc - 1) >> _BITS for s in scopes.rows.values() if s is not None}
-    _write_postings(conn, added, removed, reached)
-    _write_expiry(conn, expiry)
-    execute_many = conn.executemany
-    execute_many("DELETE FROM evidence_index_docs WHERE scope = ? AND record_id = ?", docs_gone)
-    execute_many(
-        "UPDATE evidence_index_docs SET expires_at = ? WHERE scope = ? AND record_id = ?", docs_moved
-    )
-    execute_many(
-        "INSERT INTO evidence_index_docs (scope, record_id, doc, expires_at) VALUES (?, ?, ?, ?)", docs_new
-    )
-    for (tenant, revision), s in scopes.rows.items():
-        if s is None:
-            continue
-        if s.new:
-            conn.execute(
-                "INSERT INTO evidence_index_scopes (tenant, revision, scope, docs, next_doc)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (tenant, revision, s.number, s.docs, s.next_doc),
-            )
-        else:
-            conn.execute(
-                "UPDATE evidence_index_scopes SET docs = ?, next_doc = ? WHERE scope = ?",
-                (s.docs, s.next_doc, s.number),
-            )
+    # ---- applying
 
+    def finish(self) -> None:
+        """Writes the queued changes: each docset, expiry count and scope once."""
+        execute, executemany = self._conn.execute, self._conn.executemany
+        if self._doc_deletes:
+            executemany(_DOC_DELETE_SQL, self._doc_deletes)
+        if self._doc_updates:
+            executemany(_DOC_UPDATE_SQL, self._doc_updates)
+        if self._doc_inserts:
+            executemany(_DOC_INSERT_SQL, self._doc_inserts)
+        self._apply_postings()
+        self._apply_expiry()
+        for scope in sorted((s for s in self._scopes.values() if s is not None), key=lambda s: s.number):
+            if scope.new:
+                execute(
+                    _SCOPE_INSERT_SQL,
+                    (scope.tenant, scope.revision, scope.number, scope.docs, scope.next_doc),
+                )
+            elif scope.docs != scope.docs_was or scope.next_doc != scope.next_doc_was:
+                execute(_SCOPE_UPDATE_SQL, (scope.docs, scope.next_doc, scope.number))
+        self._clear()
 
-def _note(
-    into: dict[tuple[int, int], dict[str, list[int]]], scope: int, doc: int, tokens: Iterable[str]
-) -> None:
-    by_token = into.get((scope, doc >> _BITS))
-    if by_token is None:
-        by_token = into[scope, doc >> _BITS] = {}
-    low = doc & _LOW
-    for token in tokens:
-        numbers = by_token.get(token)
-        if numbers is None:
-            by_token[token] = [low]
-        else:
-            numbers.append(low)
+    def _clear(self) -> None:
+        self._scopes.clear()
+        self._next_scope = 0
+        self._fresh, self._adds, self._removes, self._expiry = {}, {}, {}, {}
+        self._doc_inserts, self._doc_updates, self._doc_deletes = [], [], []
 
+    def _apply_postings(self) -> None:
+        """Each touched docset written once, in the table's key order. One that only
+        gains documents new to its scope (numbered above every one it holds) is
+        appended to in one statement, unread; any other is read (a statement per
+        _READ_CHUNK of them), changed, and written or deleted when empty."""
+        appends: list[tuple[int, str, int, bytes]] = []
+        writes: list[tuple[int, str, int, bytes]] = []
+        deletes: list[tuple[int, str, int]] = []
+        fresh, adds, removes = self._fresh, self._adds, self._removes
+        none: Mapping[str, list[int]] = {}
+        for key in sorted(fresh.keys() | adds.keys() | removes.keys()):
+            scope, chunk = key
+            entered = fresh.get(key, none)
+            gained = adds.get(key, none)
+            lost = removes.get(key, none)
+            changed = gained.keys() | lost.keys()
+            for token, numbers in entered.items():
+                if token not in changed:
+                    appends.append((scope, token, chunk, _encoded(numbers)))
+            if not changed:
+                continue
+            tokens = sorted(changed)
+            found = self._docsets(scope, chunk, tokens)
+            for token in tokens:
+                blob = found.get(token)
+                more = gained.get(token, []) + entered.get(token, [])
+                try:
+                    docs = _changed(blob, more, lost.get(token))
+                except docsets.DocsetError:
+                    raise IndexBroken(BROKEN) from None
+                if docs:
+                    writes.append((scope, token, chunk, docs))
+                elif blob is not None:
+                    deletes.append((scope, token, chunk))
+        executemany = self._conn.executemany
+        if deletes:
+            executemany(_POSTING_DELETE_SQL, deletes)
+        if writes:
+            executemany(_POSTING_WRITE_SQL, writes)
+        if appends:
+            appends.sort()
+            executemany(_POSTING_APPEND_SQL, appends)
 
-def _count(into: dict[tuple[int, int, int], int], scope: int, expires_at: int, change: int) -> None:
-    for level in range(LEVELS):
-        key = (scope, level, expires_at >> (8 * level))
-        into[key] = into.get(key, 0) + change
-
-
-def _write_postings(
-    conn: sqlite3.Connection,
-    added: dict[tuple[int, int], dict[str, list[int]]],
-    removed: dict[tuple[int, int], dict[str, list[int]]],
-    reached: dict[int, int],
-) -> None:
-    """Writes the changed docsets. ``reached`` maps a scope to the last chunk that held a
-    document before the batch: the chunks after it have no rows to read."""
-    inserts: list[tuple[int, str, int, bytes]] = []
-    updates: list[tuple[bytes, int, str, int]] = []
-    deletes: list[tuple[int, str, int]] = []
-    for scope, chunk in sorted(added.keys() | removed.keys()):
-        plus = added.get((scope, chunk), {})
-        minus = removed.get((scope, chunk), {})
-        tokens = sorted(plus.keys() | minus.keys())
-        stored: dict[str, bytes] = {}
-        if chunk <= reached[scope]:  # a chunk no document reached yet holds nothing
-            listed = '["' + '","'.join(tokens) + '"]'  # tokens are [a-z0-9]+: nothing to escape
-            stored = dict(conn.execute(_POSTINGS_SQL, (scope, chunk, listed)).fetchall())
-        for token in tokens:
-            before = stored.get(token)
-            after = _changed(before, plus.get(token), minus.get(token))
-            if before is None:
-                if after:
-                    inserts.append((scope, token, chunk, after))
-            elif not after:
-                deletes.append((scope, token, chunk))
-            elif after != before:
-                updates.append((after, scope, token, chunk))
-    conn.executemany(
-        "DELETE FROM evidence_index_postings WHERE scope = ? AND token = ? AND chunk = ?", deletes
-    )
-    conn.executemany(
-        "UPDATE evidence_index_postings SET docs = ? WHERE scope = ? AND token = ? AND chunk = ?", updates
-    )
-    conn.executemany(
-        "INSERT INTO evidence_index_postings (scope, token, chunk, docs) VALUES (?, ?, ?, ?)", inserts
-    )
-
-
-def _changed(before: bytes | None, plus: list[int] | None, minus: list[int] | None) -> bytes:
-    """The docset ``before`` without ``minus`` and with ``plus`` (chunk-local numbers)."""
-    if plus is not None:
-        plus.sort()
-    if minus is None and plus is not None:
-        # The usual case, new documents only: their numbers are above every stored one,
-        # so a list grows by appending them.
-        if not before:
-            if len(plus) <= _LISTED:
-                return _listed(plus)
-        elif len(before) < docsets.BITSET_BYTES and len(before) // 2 + len(plus) <= _LISTED:
-            if int.from_bytes(before[-2:], "little") < plus[0]:
-                return before + _listed(plus)
-    bits = docsets.decode(before)
-    for n in minus or ():
-        bits &= ~(1 << n)
-    for n in plus or ():
-        bits |= 1 << n
-    return docsets.encode(bits)
-
-
-def _listed(numbers: list[int]) -> bytes:
-    out = array("H", numbers)
-    if _BIG_ENDIAN:  # pragma: no cover - little-endian everywhere we run
-        out.byteswap()
-    return out.tobytes()
-
-
-def _write_expiry(conn: sqlite3.Connection, changes: dict[tuple[int, int, int], int]) -> None:
-    by_level: dict[tuple[int, int], list[int]] = {}
-    for (scope, level, bucket), change in changes.items():
-        if change:
-            by_level.setdefault((scope, level), []).append(bucket)
-    inserts: list[tuple[int, int, int, int]] = []
-    updates: list[tuple[int, int, int, int]] = []
-    deletes: list[tuple[int, int, int]] = []
-    for (scope, level), buckets in sorted(by_level.items()):
-        buckets.sort()
-        stored = dict(conn.execute(_EXPIRY_SQL, (scope, level, "[" + ",".join(map(str, buckets)) + "]")))
-        for bucket in buckets:
-            before = stored.get(bucket, 0)
-            after = before + changes[scope, level, bucket]
-            if after <= 0:
-                if before:
-                    deletes.append((scope, level, bucket))
-            elif before:
-                updates.append((after, scope, level, bucket))
+    def _docsets(self, scope: int, chunk: int, tokens: list[str]) -> dict[str, bytes]:
+        """The stored docsets of (scope, token, chunk) for ``tokens``: token -> blob."""
+        execute = self._conn.execute
+        found: dict[str, bytes] = {}
+        for i in range(0, len(tokens), _READ_CHUNK):
+            some = tokens[i : i + _READ_CHUNK]
+            if len(some) == 1:
+                rows = execute(_POSTING_READ_ONE_SQL, (scope, chunk, some[0]))
             else:
-                inserts.append((scope, level, bucket, after))
-    conn.executemany(
-        "DELETE FROM evidence_index_expiry WHERE scope = ? AND level = ? AND bucket = ?", deletes
-    )
-    conn.executemany(
-        "UPDATE evidence_index_expiry SET rows = ? WHERE scope = ? AND level = ? AND bucket = ?", updates
-    )
-    conn.executemany(
-        "INSERT INTO evidence_index_expiry (scope, level, bucket, rows) VALUES (?, ?, ?, ?)", inserts
-    )
+                some += some[:1] * (_READ_CHUNK - len(some))  # one statement text: cached
+                rows = execute(_POSTING_READ_MANY_SQL, (scope, chunk, *some))
+            found.update(rows)
+        return found
+
+    def _apply_expiry(self) -> None:
+        deltas: dict[tuple[int, int, int], int] = {}
+        for (scope, expires_at), delta in self._expiry.items():
+            if delta:
+                for level in LEVELS:
+                    key = (scope, level, expires_at >> (8 * level))  # expires_at >= 0 (schema.sql CHECK)
+                    deltas[key] = deltas.get(key, 0) + delta
+        adds = sorted((*key, delta) for key, delta in deltas.items() if delta > 0)
+        if adds:
+            self._conn.executemany(_EXPIRY_ADD_SQL, adds)
+        execute = self._conn.execute
+        for key, delta in sorted(deltas.items()):
+            if delta >= 0:
+                continue
+            found = execute(_EXPIRY_READ_SQL, key).fetchone()
+            rows = (found[0] if found is not None else 0) + delta
+            if rows < 0:
+                raise IndexBroken(BROKEN)
+            if rows:
+                execute(_EXPIRY_WRITE_SQL, (*key, rows))
+            else:
+                execute(_EXPIRY_DELETE_SQL, key)
+
+
+def _changed(blob: bytes | None, gained: list[int] | None, lost: list[int] | None) -> bytes:
+    """The docset ``blob`` (None: empty) with the numbers ``gained`` added and ``lost``
+    taken out, encoded (b"": empty)."""
+    if blob is None:
+        return docsets.encode_numbers(gained) if gained else b""
+    size = len(blob)
+    if size == docsets.BITSET_BYTES:
+        bits = docsets.decode(blob)
+        for n in gained or ():
+            bits |= 1 << n
+        for n in lost or ():
+            bits &= ~(1 << n)
+        return docsets.encode(bits)
+    if gained and not lost and size % 2 == 0 and size // 2 + len(gained) <= docsets.MAX_LISTED:
+        # the common case: new documents, numbered above every one listed, appended
+        ahead = sorted(gained)
+        if size == 0 or ahead[0] > int.from_bytes(blob[-2:], "little"):
+            return blob + docsets.encode_numbers(ahead)
+    numbers = set(docsets.listed(blob))
+    if gained:
+        numbers.update(gained)
+    if lost:
+        numbers.difference_update(lost)
+    return docsets.encode_numbers(numbers)
+
+
+_SINGLES = [n.to_bytes(2, "little") for n in range(docsets.CHUNK_DOCS)]
+
+
+def _encoded(numbers: list[int]) -> bytes:
+    """docsets.encode_numbers, with the one-number docset of most batches looked up."""
+    return _SINGLES[numbers[0]] if len(numbers) == 1 else docsets.encode_numbers(numbers)
+
+
+def build(conn: sqlite3.Connection, progress: Progress | None = None, *, batch: int) -> IndexRebuild:
+    """The rebuild (INDEX_SPEC): the four tables emptied, then every current row entered
+    in evidence's primary-key order, ``batch`` rows between two flushes and two progress
+    reports: the same rows as rebuild.build, written a batch at a time."""
+    if batch < 1:
+        raise ValueError(f"batch must be 1 or more rows, not {batch}")
+    started = time.monotonic()
+    for table in INDEX_TABLES:
+        conn.execute(f"DELETE FROM {table}")
+    total = int(conn.execute("SELECT count(*) FROM evidence").fetchone()[0])
+    report = progress or (lambda done, total: None)
+    report(0, total)
+    writer = IndexBatch(conn)
+    done = 0
+    rows = conn.execute(_ALL_ROWS_SQL)
+    while True:
+        some = rows.fetchmany(batch)
+        if not some:
+            break
+        for tenant, revision, expires_at, record_id, body in some:
+            writer.enter(tenant, revision, expires_at, record_id, body)
+        writer.finish()
+        done += len(some)
+        report(done, total)
+    return summary(lambda sql, params: conn.execute(sql, params).fetchall(), time.monotonic() - started)

@@ -1,34 +1,31 @@
-"""Exact search over the token index on a stdlib sqlite3 connection (the Python engine).
+"""Retrieve through the token index, for the Python engine: the scan's hits exactly.
 
-Returns what the scan returns (pyevidence.ranking.scoring.rank with TokenScorer over
-the eligible rows): the same hits, scores, order and eligible_count, reading the
-postings of the query's tokens instead of every eligible row:
+The same search as csrc/evidence_search.c, with Python's big ints as the bit
+vectors (bit d is document d of the scope):
 
-- eligible_count: the scope's docs minus its rows with expires_at <= now, counted
-  from evidence_index_expiry (at most 8 * 255 + 1 count rows, whatever the size);
-- scores: one Python int per token, bit d set when document d holds it, summed into
-  bit-sliced counters (plane i holds bit i of every document's count);
-- order: the documents of the highest score left, then the next, ...; a score's ties
-  go by record_id: looked up by number when few, else found by walking the scope's
-  documents in record_id order; an expired document is skipped.
+  1. eligible_count = the scope's docs - its rows with expires_at <= now, summed
+     from evidence_index_expiry (at most 8 x 255 + 1 buckets);
+  2. scores: each distinct query token's docsets laid out over the scope's
+     document range, added into bit-sliced counters (one int per bit of the score);
+  3. hits: from the highest score down, the documents with that score resolved to
+     record ids, expired ones skipped: a lookup each when few tie, else a walk of
+     the scope's records in record_id order, which meets them in ranking order.
+
+Everything is read in one snapshot; the hits' fields come from evidence.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-import sys
-from array import array
-from collections.abc import Sequence
 
+from ...core.errors import StoreError
 from ...core.records import Candidate, Hit
 from ...core.tokens import token_set
 from ...ranking.scoring import hit_from
 from . import docsets
 
-_CHUNK_BYTES = docsets.BITSET_BYTES
-_BIG_ENDIAN = sys.byteorder == "big"
-_NONZERO = re.compile(rb"[^\x00]")
+OUT_OF_STEP = "the token index disagrees with the stored records; rebuild it with `pyevidence reindex`"
 
 _SCOPE_SQL = "SELECT scope, docs, next_doc FROM evidence_index_scopes WHERE tenant = ? AND revision = ?"
 _EXPIRED_SQL = (
@@ -36,135 +33,158 @@ _EXPIRED_SQL = (
     " WHERE scope = ? AND level = ? AND bucket BETWEEN ? AND ?"
 )
 _POSTINGS_SQL = "SELECT chunk, docs FROM evidence_index_postings WHERE scope = ? AND token = ?"
-# By number (few ties). json_each first: its numbers are looked up in the by-number index.
-_BY_NUMBER_SQL = (
-    "SELECT d.record_id FROM json_each(?) AS k CROSS JOIN evidence_index_docs AS d"
-    " WHERE d.scope = ? AND d.doc = k.value AND d.expires_at > ?"
+_DOC_BY_NUMBER_SQL = "SELECT expires_at, record_id FROM evidence_index_docs WHERE scope = ? AND doc = ?"
+_DOCS_IN_ORDER_SQL = (
+    "SELECT record_id, doc, expires_at FROM evidence_index_docs WHERE scope = ? ORDER BY record_id"
 )
-# In record_id order (many ties): the primary key's order, BINARY, as Python orders str.
-_IN_ORDER_SQL = (
-    "SELECT record_id, doc FROM evidence_index_docs WHERE scope = ? AND expires_at > ? ORDER BY record_id"
-)
-_ROW_SQL = (
+_RECORD_SQL = (
     "SELECT record_id, revision, kind, body, source, expires_at, version, content_hash FROM evidence"
     " WHERE tenant = ? AND record_id = ?"
 )
+_NONZERO = re.compile(rb"[^\x00]")
+
+
+class IndexOutOfStep(StoreError):
+    """The index does not hold what the records say it must: `pyevidence reindex`."""
 
 
 def search(
     conn: sqlite3.Connection, tenant: str, revision: str, now: int, query: str, limit: int
 ) -> tuple[tuple[Hit, ...], int]:
-    """The hits and eligible_count of retrieve(tenant, revision, now, query, limit), from
-    the index. Run it inside one read transaction: it reads several tables."""
-    scope_row = conn.execute(_SCOPE_SQL, (tenant, revision)).fetchone()
-    if scope_row is None:
-        return (), 0
-    scope, docs, next_doc = scope_row
-    eligible = docs - expired(conn, scope, now)
-    tokens = token_set(query)
-    if not tokens or eligible <= 0:
+    """The token ranking's hits and eligible count, read in one snapshot (a read
+    transaction of its own unless the connection is in one)."""
+    if conn.in_transaction:
+        return _search(conn, tenant, revision, now, query, limit)
+    conn.execute("BEGIN")
+    try:
+        return _search(conn, tenant, revision, now, query, limit)
+    finally:
+        conn.execute("COMMIT")
+
+
+def _search(
+    conn: sqlite3.Connection, tenant: str, revision: str, now: int, query: str, limit: int
+) -> tuple[tuple[Hit, ...], int]:
+    found = conn.execute(_SCOPE_SQL, (tenant, revision)).fetchone()
+    if found is None:
+        return (), 0  # no such scope: nothing eligible
+    scope, docs, next_doc = found
+    expired = _expired(conn, scope, now)
+    if expired > docs:
+        raise IndexOutOfStep(OUT_OF_STEP)
+    eligible = docs - expired
+    tokens = sorted(token_set(query))
+    if eligible == 0 or limit < 1 or not tokens or next_doc == 0:
         return (), eligible
-    planes = _counters(conn, scope, sorted(tokens), next_doc)
-    size = ((next_doc + 4095) >> 12) * _CHUNK_BYTES
-    left = 0  # every document with a score above 0, less those already taken
-    for plane in planes:
-        left |= plane
-    chosen: list[tuple[str, int]] = []
-    while left and len(chosen) < limit:
-        top, score = left, 0  # narrowed to the documents of the highest score left
-        for bit in range(len(planes) - 1, -1, -1):
-            with_bit = top & planes[bit]
-            if with_bit:
-                top, score = with_bit, score | 1 << bit
-        left ^= top
-        for record_id in _first_by_record_id(conn, scope, now, top, size, docs, limit - len(chosen)):
-            chosen.append((record_id, score))
+    planes = _scores(conn, scope, tokens, next_doc)
+    ranked = _ranked(conn, scope, now, docs, planes, limit)
     hits = []
-    for record_id, score in chosen:
-        row = conn.execute(_ROW_SQL, (tenant, record_id)).fetchone()
+    for record_id, score in ranked:
+        row = conn.execute(_RECORD_SQL, (tenant, record_id)).fetchone()
+        if row is None:
+            raise IndexOutOfStep(OUT_OF_STEP)
         hits.append(hit_from(Candidate(*row), score))
     return tuple(hits), eligible
 
 
-def expired(conn: sqlite3.Connection, scope: int, now: int) -> int:
-    """How many of the scope's documents have expires_at <= now, from the expiry counts:
-    for each level, the buckets below now's own that share now's higher digits, and
-    now's own bucket at level 0."""
+def _expired(conn: sqlite3.Connection, scope: int, now: int) -> int:
+    """The scope's rows with expires_at <= now: per level L, the buckets below now's
+    own under now's prefix of the level above, then the bucket equal to now."""
     if now < 0:
-        return 0
+        return 0  # expires_at >= 0 > now: none has expired
     total = 0
-    execute = conn.execute
     for level in range(8):
+        current = now >> (8 * level)
         low = 0 if level == 7 else (now >> (8 * (level + 1))) << 8
-        high = (now >> (8 * level)) - 1
-        if high >= low:
-            total += execute(_EXPIRED_SQL, (scope, level, low, high)).fetchone()[0]
-    total += execute(_EXPIRED_SQL, (scope, 0, now, now)).fetchone()[0]
+        if current > low:
+            total += conn.execute(_EXPIRED_SQL, (scope, level, low, current - 1)).fetchone()[0]
+    total += conn.execute(_EXPIRED_SQL, (scope, 0, now, now)).fetchone()[0]
     return int(total)
 
 
-def _counters(conn: sqlite3.Connection, scope: int, tokens: Sequence[str], next_doc: int) -> list[int]:
-    """Bit-sliced counts: bit d of plane i is bit i of the number of ``tokens`` document
-    d holds."""
-    size = ((next_doc + 4095) >> 12) * _CHUNK_BYTES
-    planes: list[int] = []
+def _scores(conn: sqlite3.Connection, scope: int, tokens: list[str], next_doc: int) -> list[int]:
+    """Bit-sliced counters: bit d of planes[b] is bit b of document d's score."""
+    chunks = (next_doc + docsets.CHUNK_DOCS - 1) >> docsets.CHUNK_BITS
+    planes = [0] * len(tokens).bit_length()
     for token in tokens:
         rows = conn.execute(_POSTINGS_SQL, (scope, token)).fetchall()
         if not rows:
             continue
-        carry = _bits(rows, size)
-        for i, plane in enumerate(planes):
-            planes[i] = plane ^ carry
-            carry &= plane
+        if len(rows) == 1:
+            chunk, blob = rows[0]
+            carry = _decoded(blob, chunk, chunks) << (chunk << docsets.CHUNK_BITS)
+        else:
+            laid = bytearray(chunks * docsets.BITSET_BYTES)
+            for chunk, blob in rows:
+                at = chunk * docsets.BITSET_BYTES
+                laid[at : at + docsets.BITSET_BYTES] = _decoded(blob, chunk, chunks).to_bytes(
+                    docsets.BITSET_BYTES, "little"
+                )
+            carry = int.from_bytes(laid, "little")
+        for b, plane in enumerate(planes):  # a ripple-carry add
             if not carry:
                 break
-        else:
-            planes.append(carry)
+            planes[b] = plane ^ carry
+            carry &= plane
     return planes
 
 
-def _bits(rows: Sequence[tuple[int, bytes]], size: int) -> int:
-    """One token's postings as an int over the scope's document numbers."""
-    buffer = bytearray(size)
-    for chunk, blob in rows:
-        start = chunk * _CHUNK_BYTES
-        if len(blob) == _CHUNK_BYTES:
-            buffer[start : start + _CHUNK_BYTES] = blob
-        else:
-            numbers = array("H", blob)
-            if _BIG_ENDIAN:  # pragma: no cover - little-endian everywhere we run
-                numbers.byteswap()
-            for n in numbers:
-                buffer[start + (n >> 3)] |= 1 << (n & 7)
-    return int.from_bytes(buffer, "little")
-
-
-def _first_by_record_id(
-    conn: sqlite3.Connection, scope: int, now: int, docs_mask: int, size: int, docs: int, wanted: int
-) -> list[str]:
-    """The record ids of the first ``wanted`` unexpired documents of ``docs_mask``, in
-    record_id order."""
-    count = docs_mask.bit_count()
-    raw = docs_mask.to_bytes(size, "little")
-    # Looking up each number costs about as much as walking a few rows in order; the
-    # walk reads about docs * wanted / count rows before it has found ``wanted``.
-    if count <= 64 or count * count <= docs * wanted:
-        numbers: list[int] = []
-        for match in _NONZERO.finditer(raw):
-            byte, base = match.start(), match.start() << 3
-            value = raw[byte]
-            numbers.extend(base + bit for bit in range(8) if value >> bit & 1)
-        listed = "[" + ",".join(map(str, numbers)) + "]"
-        found = sorted(row[0] for row in conn.execute(_BY_NUMBER_SQL, (listed, scope, now)))
-        return found[:wanted]
-    taken: list[str] = []
-    cursor = conn.execute(_IN_ORDER_SQL, (scope, now))
+def _decoded(blob: bytes, chunk: int, chunks: int) -> int:
+    if not 0 <= chunk < chunks:
+        raise IndexOutOfStep(OUT_OF_STEP)
     try:
-        for record_id, doc in cursor:
-            if raw[doc >> 3] >> (doc & 7) & 1:
-                taken.append(record_id)
-                if len(taken) == wanted:
-                    break
-    finally:
-        cursor.close()
-    return taken
+        return docsets.decode(blob)
+    except docsets.DocsetError:
+        raise IndexOutOfStep(OUT_OF_STEP) from None
+
+
+def _ranked(
+    conn: sqlite3.Connection, scope: int, now: int, docs: int, planes: list[int], limit: int
+) -> list[tuple[str, int]]:
+    """(record_id, score) of the hits: highest score first, ties by record_id, live only."""
+    left = 0
+    for plane in planes:
+        left |= plane  # every document that scored
+    out: list[tuple[str, int]] = []
+    while left and len(out) < limit:
+        tied, score = left, 0
+        for b in range(len(planes) - 1, -1, -1):  # narrow to the highest score, bit by bit
+            narrowed = tied & planes[b]
+            if narrowed:
+                tied, score = narrowed, score | 1 << b
+        left ^= tied
+        need = limit - len(out)
+        count = tied.bit_count()
+        marks = tied.to_bytes((tied.bit_length() + 7) // 8, "little")
+        if count * count <= need * docs:  # a lookup per tied document
+            found = []
+            for doc in _members(marks):
+                row = conn.execute(_DOC_BY_NUMBER_SQL, (scope, doc)).fetchone()
+                if row is None:
+                    raise IndexOutOfStep(OUT_OF_STEP)
+                if row[0] > now:
+                    found.append(row[1])
+            found.sort()
+            out.extend((record_id, score) for record_id in found[:need])
+        else:  # a walk of the scope's records in record_id order
+            size = len(marks)
+            walk = conn.execute(_DOCS_IN_ORDER_SQL, (scope,))
+            for record_id, doc, expires_at in walk:
+                if 0 <= doc >> 3 < size and marks[doc >> 3] >> (doc & 7) & 1 and expires_at > now:
+                    out.append((record_id, score))
+                    if len(out) == limit:
+                        break
+            walk.close()
+    return out
+
+
+def _members(marks: bytes) -> list[int]:
+    """The set bits' numbers of a little-endian bit string, ascending."""
+    out = []
+    for m in _NONZERO.finditer(marks):
+        at = m.start()
+        byte = marks[at]
+        for bit in range(8):
+            if byte >> bit & 1:
+                out.append(at * 8 + bit)
+    return out
