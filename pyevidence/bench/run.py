@@ -58,9 +58,10 @@ FTS5_DDL = (
     "CREATE VIRTUAL TABLE records USING fts5(tenant UNINDEXED, revision UNINDEXED, expires_at UNINDEXED,"
     " record_id UNINDEXED, body)"
 )
+# Plain ? placeholders, bound in order from a tuple (stdlib sqlite3 wants a mapping for ?N).
 FTS5_QUERY = (
-    "SELECT record_id, rank FROM records WHERE records MATCH ?1 AND tenant = ?2 AND revision = ?3"
-    " AND expires_at > ?4 ORDER BY rank LIMIT ?5"
+    "SELECT record_id, rank FROM records WHERE records MATCH ? AND tenant = ? AND revision = ?"
+    " AND expires_at > ? ORDER BY rank LIMIT ?"
 )
 PATHS = ("index", "scan", "python", "floor", "fts5")
 FAST_PATHS = ("index", "fts5")
