@@ -121,7 +121,8 @@ def foreign_db(path: Path, script: str) -> bytes:
     ("script", "message"),
     [
         ("CREATE TABLE notes (x);", "already holds notes"),
-        ("CREATE TABLE evidence (x); PRAGMA user_version = 5;", "missing or altered: evidence"),
+        ("CREATE TABLE evidence (x); PRAGMA user_version = 6;", "missing or altered: evidence"),
+        ("CREATE TABLE evidence (x); PRAGMA user_version = 5;", "version 5 but its tables differ"),
         ("CREATE TABLE evidence (x); PRAGMA user_version = 4;", "version 4 but its tables differ"),
         ("CREATE TABLE evidence (x); PRAGMA user_version = 3;", "version 3 but its tables differ"),
         ("CREATE TABLE evidence (x); PRAGMA user_version = 2;", "version 2 but its tables differ"),

@@ -19,7 +19,7 @@ from typing import Any
 from ..core.errors import SchemaError, StoreError
 from .index import rebuild
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Connection settings, applied by prepare() on every connection of both engines.
 # The busy timeout makes a writer wait for a lock instead of failing at once.
@@ -262,10 +262,14 @@ MIGRATIONS = {
     2: ("schema_v2.sql", "v2_to_v3.sql"),
     3: ("schema_v3.sql", "v3_to_v4.sql"),
     4: ("schema_v4.sql", "v4_to_v5.sql"),
+    5: ("schema_v5.sql", "v5_to_v6.sql"),
 }
 # The upgrades that create the token index (version 4 to 5): after them the index is
 # built from the rows, in the same transaction, before anything is committed.
 _CREATES_THE_INDEX = frozenset({4})
+# The upgrades that edit a table's CREATE text in sqlite_schema (version 5 to 6,
+# its CHECKs): after them schema_version goes up by one.
+_EDITS_TABLE_TEXT = frozenset({5})
 _INCLUDE_SCHEMA = "-- @include schema.sql\n"
 
 
@@ -299,6 +303,11 @@ def _migrate(query: Query, script: Script, where: str, build_index: BuildIndex |
             target = _package_text(following[0]) if following else schema_sql()
             with _upgrade_errors(where, version):
                 script(_package_text(upgrade).replace(_INCLUDE_SCHEMA, target))
+                if version in _EDITS_TABLE_TEXT:
+                    # the documented end of an edit through writable_schema: every
+                    # connection, this one included, then reads the schema anew
+                    bumped = int(query("PRAGMA schema_version")[0][0]) + 1
+                    script(f"PRAGMA schema_version = {bumped};")
             builds = builds or version in _CREATES_THE_INDEX
         if builds:
             with _upgrade_errors(where, first, building=True):

@@ -163,6 +163,7 @@ class PythonEngine:
         execute = self._conn.execute
         heads: dict[str, tuple[int, str]] = {}
         seqs = self._latest_seqs(records)
+        new_records = {key for key, seq in seqs.items() if seq == 0}  # no current row to replace
         appended: list[tuple[Any, ...]] = []
         current: dict[tuple[str, str], tuple[Any, ...]] = {}
         for r in records:
@@ -208,7 +209,7 @@ class PythonEngine:
             self._conn.executemany(schema.VERSION_APPEND_SQL, appended)
             # the index first: it reads the current rows these replace
             index = maintain.IndexBatch(self._conn)
-            index.replace(in_key_order)
+            index.replace(in_key_order, new_records)
             index.finish()
             self._conn.executemany(schema.CURRENT_UPSERT_SQL, in_key_order)
         finally:

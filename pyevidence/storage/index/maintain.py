@@ -19,7 +19,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
 from ...core.errors import StoreError
@@ -133,11 +133,13 @@ class IndexBatch:
 
     # ---- queueing
 
-    def replace(self, rows: Sequence[Sequence[Any]]) -> None:
+    def replace(self, rows: Sequence[Sequence[Any]], new_records: Set[tuple[str, str]] = frozenset()) -> None:
         """Each row (tenant, revision, expires_at, record_id, _, body, ...) is its
         record's new current row, the rows in evidence's primary-key order, one per
-        record: its old current row (still in evidence) goes out, it comes in."""
-        old = self._old_rows(rows)
+        record: its old current row (still in evidence) goes out, it comes in.
+        ``new_records`` are (tenant, record_id) keys the caller knows had no version
+        before the batch, so no current row: they are not looked up."""
+        old = self._old_rows([row for row in rows if (row[0], row[3]) not in new_records])
         for row in rows:
             tenant, revision, expires_at, record_id = row[0], row[1], row[2], row[3]
             tokens = token_set(row[BODY])

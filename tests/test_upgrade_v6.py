@@ -1,0 +1,139 @@
+"""Schema version 6: its cheaper blank-text CHECKs keep version 5's rule exactly, and a
+version 5 store upgrades in place with every row kept and everything still verifying."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyevidence import EvidenceStore
+from pyevidence.core import validation
+from pyevidence.storage import schema, sql_functions
+
+MIGRATIONS = Path(schema.__file__).with_name("migrations")
+TABLES = (
+    "evidence",
+    "evidence_versions",
+    "evidence_vectors",
+    "evidence_index_scopes",
+    "evidence_index_docs",
+    "evidence_index_postings",
+    "evidence_index_expiry",
+)
+VECTOR = b"\x00\x00\x80\x3f" * 4  # four float32 1.0
+
+# Raw evidence_put rows: scopes, a replaced and a forgotten record, text that starts
+# with whitespace of several kinds, NUL and non-ASCII first characters.
+ROWS = [
+    ("team-a", "queue", "v1", "runbook", "Restart the QUEUE consumer; check lag.", "rb://q", 1000),
+    ("team-a", "lead", "v1", "incident", "\u3000 ideographic space first", "\u00a0nbsp", 50),
+    ("team-a", "nul", "v1", "working", "\x00 nul first, queue", "w://2", 2**40),
+    ("team-a", "tab", "v2", "runbook", "\tqueue in v2", " s", 1000),
+    ("team-b", "queue", "v1", "runbook", "\u0130stanbul queue", "rb://b", 2**62),
+]
+
+
+def v5_store(path: Path) -> None:
+    """A version 5 store as 0.5's schema made it, written through raw SQL."""
+    conn = sqlite3.connect(path)
+    sql_functions.register(conn)
+    conn.executescript((MIGRATIONS / "schema_v5.sql").read_text(encoding="utf-8"))
+    conn.executemany("INSERT INTO evidence_put VALUES (?, ?, ?, ?, ?, ?, ?)", ROWS)
+    conn.execute("INSERT INTO evidence_put VALUES ('team-a', 'queue', 'v1', 'runbook', 'queue 2', 's', 9)")
+    conn.execute("INSERT INTO evidence_put VALUES ('team-a', 'gone', 'v1', 'working', 'queue gone', 's', 9)")
+    conn.execute("DELETE FROM evidence WHERE tenant = 'team-a' AND record_id = 'gone'")
+    conn.execute(
+        "INSERT INTO evidence_vectors (tenant, record_id, version, model, dims, embedding)"
+        " VALUES ('team-b', 'queue', 1, 'm', 4, ?)",
+        (VECTOR,),
+    )
+    conn.commit()
+    conn.close()
+
+
+def all_rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    conn = sqlite3.connect(path)
+    try:
+        return {table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall() for table in TABLES}
+    finally:
+        conn.close()
+
+
+def test_a_version_5_store_is_upgraded_with_every_row_kept(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "v5.db"
+    v5_store(path)
+    before = all_rows(path)
+    assert before["evidence_vectors"] and before["evidence_index_postings"]
+    with EvidenceStore(path, engine=engine) as store:
+        for tenant in ("team-a", "team-b"):
+            assert store.verify(tenant=tenant).ok
+        assert store.check_index().ok
+        got = store.retrieve(tenant="team-a", revision="v1", query="queue", now=0)
+        assert [h.record_id for h in got.hits] == ["nul", "queue"]
+        store.put(
+            tenant="team-a",
+            record_id="new",
+            revision="v1",
+            kind="working",
+            body="a queue",
+            source="s",
+            expires_at=5,
+        )
+    assert all_rows(path) != before  # the put above landed
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,) == (6,)
+        assert frozenset(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")) == (
+            schema.expected_objects()
+        )
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    conn.close()
+
+
+def test_the_upgrade_itself_changes_no_row(tmp_path: Path) -> None:
+    path = tmp_path / "v5.db"
+    v5_store(path)
+    before = all_rows(path)
+    EvidenceStore(path, engine="python").close()
+    assert all_rows(path) == before
+
+
+# ---- the CHECK's shortcut is the same rule as version 5's trim
+
+WHITESPACE = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+TEXT = st.text(
+    alphabet=st.sampled_from([*WHITESPACE, "a", "~", "!", "\x00", "\x7f", "\u0130", "\u200b", "\U0001f600"]),
+    max_size=6,
+)
+
+
+def _check_of(schema_text: str) -> str:
+    """The blank-text CHECK expression of evidence.body in a schema file, for column x."""
+    table = schema_text.split("CREATE TABLE IF NOT EXISTS evidence (")[1]
+    found = re.search(r"body\s+TEXT\s+NOT NULL CHECK \((.*)\),\n", table)
+    assert found is not None
+    return found[1].replace("body", "x")
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT)
+def test_the_version_6_check_accepts_exactly_what_version_5_did(text: str) -> None:
+    conn = sqlite3.connect(":memory:")
+    old = _check_of((MIGRATIONS / "schema_v5.sql").read_text(encoding="utf-8"))
+    new = _check_of(schema.schema_sql())
+    assert old != new
+    accepted = conn.execute(f"SELECT ({old}), ({new}) FROM (SELECT ? AS x)", (text,)).fetchone()
+    conn.close()
+    assert accepted[0] == accepted[1] == (0 if text == "" or text.isspace() else 1)
+    try:
+        validation.record(
+            tenant="t", record_id="r", revision="v", kind="working", body=text, source="s", expires_at=0
+        )
+        valid = True
+    except Exception:
+        valid = False
+    assert valid == bool(accepted[1])
