@@ -9,7 +9,7 @@
 **   2. every version is hashed here, with evidence_sha256()'s encoding
 **      (evidence_hash.h), and appended to evidence_versions in chain order;
 **   3. the current row of each record is written once, for its last version in
-**      the batch, in evidence's primary-key order: a clustered table takes rows
+**      the batch, in evidence_current's primary-key order: a clustered table takes rows
 **      in key order about twice as fast as in random order.
 **
 ** The rows are the trigger's, byte for byte: the same columns, hashes and chain
@@ -270,7 +270,7 @@ static int compareText(const char *a, size_t na, const char *b, size_t nb) {
   return na < nb ? -1 : na > nb;
 }
 
-/* qsort's comparison of two records by evidence's primary key
+/* qsort's comparison of two records by evidence_current's primary key
 ** (tenant, revision, expires_at, record_id). */
 static int compareCurrentKey(const void *pa, const void *pb) {
   const EvidencePut *a = *(const EvidencePut *const *)pa;
