@@ -9,7 +9,7 @@
 **   2. every version is hashed here, with evidence_sha256()'s encoding
 **      (evidence_hash.h), and appended to evidence_versions in chain order;
 **   3. the current row of each record is written once, for its last version in
-**      the batch, in evidence's primary-key order: a clustered table takes rows
+**      the batch, in evidence_current's primary-key order: a clustered table takes rows
 **      in key order about twice as fast as in random order.
 **
 ** The rows are the trigger's, byte for byte: the same columns, hashes and chain
@@ -43,12 +43,9 @@ static const char *const azBatchSql[N_BATCH_STMT] = {
     "source,"
     " expires_at, content_hash, chain_hash) VALUES (?, ?, ?, ?, 'put', ?, ?, ?, ?, ?, ?, ?)",
     /* BATCH_CURRENT: pyevidence/storage/schema.py:CURRENT_UPSERT_SQL */
-    "INSERT INTO evidence (tenant, revision, expires_at, record_id, kind, body, source, version, "
-    "content_hash)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, record_id) DO UPDATE SET"
-    " revision = excluded.revision, expires_at = excluded.expires_at, kind = excluded.kind,"
-    " body = excluded.body, source = excluded.source, version = excluded.version,"
-    " content_hash = excluded.content_hash",
+    "INSERT INTO evidence_current (tenant, revision, expires_at, record_id, chain_seq) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (tenant, record_id) DO UPDATE SET"
+    " revision = excluded.revision, expires_at = excluded.expires_at, chain_seq = excluded.chain_seq",
 };
 
 struct EvidenceBatch {
@@ -262,11 +259,7 @@ static int batchWriteCurrent(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r
   if (rc == SQLITE_OK) rc = bindText(pStmt, 2, r->revision, r->revision_len);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, r->expires_at);
   if (rc == SQLITE_OK) rc = bindText(pStmt, 4, r->record_id, r->record_id_len);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 5, r->kind, r->kind_len);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 6, r->body, r->body_len);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 7, r->source, r->source_len);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 8, v->seq);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 9, v->zContent, 64);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 5, v->chainSeq);
   return batchStep(pStmt, rc);
 }
 
@@ -277,7 +270,7 @@ static int compareText(const char *a, size_t na, const char *b, size_t nb) {
   return na < nb ? -1 : na > nb;
 }
 
-/* qsort's comparison of two records by evidence's primary key
+/* qsort's comparison of two records by evidence_current's primary key
 ** (tenant, revision, expires_at, record_id). */
 static int compareCurrentKey(const void *pa, const void *pb) {
   const EvidencePut *a = *(const EvidencePut *const *)pa;

@@ -6,8 +6,8 @@
 **    WHERE score > 0 ORDER BY score DESC, record_id LIMIT 5;
 **
 ** evidence_eligible(tenant, revision, now) is the set of rows of the evidence
-** table (schema.sql) that belong to that tenant and revision and whose
-** expires_at is strictly greater than now, with the table's columns:
+** view (schema.sql) that belong to that tenant and revision and whose
+** expires_at is strictly greater than now, with the view's columns:
 ** tenant, revision, expires_at, record_id, kind, body, source, version,
 ** content_hash (the current version of each record). It is the SQL
 ** form of the rule "eligibility before ranking": a query that ranks over it
@@ -19,15 +19,16 @@
 ** A real that is a whole number within the 64-bit range counts as that integer,
 ** as in a STRICT INTEGER column (hosts such as Node's better-sqlite3 bind every
 ** number as a real): 100.0 is 100, while 100.5, Inf and 2**63 are refused.
-** The rows are read through the index evidence_scope (tenant, revision,
-** expires_at): one range, no other tenant's rows touched.
+** The rows are one range of the current pointer evidence_current, stored in
+** (tenant, revision, expires_at) order: no other tenant's rows are touched, and
+** a query that reads no content column never reads the history.
 **
 ** How it works: an eponymous-only virtual table (it exists in every database
 ** without CREATE VIRTUAL TABLE) whose arguments bind to three HIDDEN columns
 ** scope_tenant, scope_revision and scope_now. xBestIndex insists on an
 ** equality constraint on each; xFilter runs one prepared SELECT on the
-** evidence table of the same database. It is read-only: writes go to the
-** evidence table itself.
+** evidence view of the same database. It is read-only: writes go through
+** evidence_put and DELETE FROM evidence.
 */
 #include "evidence_sqlite.h"
 

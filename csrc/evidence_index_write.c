@@ -6,7 +6,7 @@
 ** the index triggers of schema.sql step aside. The result is the index those
 ** triggers would leave after the same writes, byte for byte (schema.sql, "The
 ** token index", defines the rules; tests/test_index_model.py compares): each record's
-** new current row, in evidence's primary-key order, takes the old one out (keeping
+** new current row, in evidence_current's primary-key order, takes the old one out (keeping
 ** its document number within the same scope) and goes in. The difference is
 ** cost: each docset, expiry count and scope touched by the batch is read and
 ** written once, not once per record and token.

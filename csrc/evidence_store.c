@@ -24,8 +24,9 @@
 enum { STMT_FORGET, STMT_RANK, STMT_CANDIDATES, STMT_HIT, N_STMT };
 
 static const char *const azStmtSql[N_STMT] = {
-    /* STMT_FORGET: the delete trigger erases the versions; pyevidence/storage/schema.py:FORGET_SQL */
-    "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2",
+    /* STMT_FORGET: the delete trigger erases the versions; pyevidence/storage/schema.py:FORGET_SQL
+    ** (the table, not the view evidence, whose deletes sqlite3_changes() does not count) */
+    "DELETE FROM evidence_current WHERE tenant = ?1 AND record_id = ?2",
     /* STMT_RANK: the ranking order of pyevidence/ranking/scoring.py:rank, in SQL, over eligible rows only.
     ** The inner query scores; OFFSET 0 keeps SQLite from flattening it, which would
     ** compute every score twice (once for WHERE, once for the result). Only

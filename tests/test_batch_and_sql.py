@@ -67,7 +67,7 @@ def test_put_many_bad_record_names_index_and_writes_nothing(
 def test_put_many_rolls_back_when_the_database_refuses() -> None:
     with EvidenceStore(":memory:", engine="native") as store:
         store._engine.query(  # a guard a DBA might add: refuse one id
-            "CREATE TRIGGER no_x BEFORE INSERT ON evidence WHEN NEW.record_id = 'x'"
+            "CREATE TRIGGER no_x BEFORE INSERT ON evidence_current WHEN NEW.record_id = 'x'"
             " BEGIN SELECT RAISE(ABORT, 'x is reserved'); END"
         )
         with pytest.raises(StoreError, match="x is reserved"):

@@ -77,7 +77,8 @@ def test_both_engines_create_byte_identical_schemas(tmp_path: Path) -> None:
 @pytest.mark.parametrize("engine", ["python", "native"])
 def test_sqlite_errors_surface_as_the_same_store_error(tmp_path: Path, engine: str) -> None:
     trigger = (
-        "CREATE TRIGGER frozen BEFORE INSERT ON evidence BEGIN SELECT RAISE(ABORT, 'writes frozen'); END"
+        "CREATE TRIGGER frozen BEFORE INSERT ON evidence_current"
+        " BEGIN SELECT RAISE(ABORT, 'writes frozen'); END"
     )
     path = tmp_path / "frozen.db"
     with EvidenceStore(path, engine=engine) as store:
@@ -95,7 +96,7 @@ def test_invalid_utf8_stored_by_raw_sql_is_a_store_error(tmp_path: Path, engine:
     path = tmp_path / "raw.db"
     with EvidenceStore(path, engine=engine) as store:
         store.put(**record(record_id="bad", expires_at=9))
-    tamper(path, "UPDATE evidence SET body = CAST(x'71ff' AS TEXT) WHERE record_id = 'bad'")
+    tamper(path, "UPDATE evidence_versions SET body = CAST(x'71ff' AS TEXT) WHERE record_id = 'bad'")
     with EvidenceStore(path, engine=engine) as store:
         with pytest.raises(StoreError, match="UTF-8"):
             store.retrieve(tenant="team-a", revision="v1", query="q", now=0, scorer=_Constant())

@@ -23,8 +23,8 @@ PYTHON_WHITESPACE = {c for c in range(sys.maxunicode + 1) if chr(c).isspace()}
 
 def test_schema_whitespace_set_is_exactly_pythons() -> None:
     lists = re.findall(r"char\(([\d,]+)\)", SCHEMA_FILE.read_text())
-    # one per text column of evidence and of evidence_versions, and the put trigger's guard
-    assert len(lists) == 15
+    # one per text column of evidence_versions, and the put trigger's guard
+    assert len(lists) == 10
     for listed in lists:
         assert {int(c) for c in listed.split(",")} == PYTHON_WHITESPACE
 
@@ -93,7 +93,7 @@ def test_schema_has_version_and_reads_eligible_rows_in_one_range(raw: sqlite3.Co
     assert raw.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,)
     plan = raw.execute("EXPLAIN QUERY PLAN " + schema.ELIGIBLE_SQL, {"1": "t", "2": "v", "3": 0}).fetchall()
     detail = " ".join(row[-1] for row in plan)
-    assert "SEARCH evidence USING PRIMARY KEY (tenant=? AND revision=? AND expires_at>?)" in detail
+    assert "SEARCH c USING PRIMARY KEY (tenant=? AND revision=? AND expires_at>?)" in detail
 
 
 def test_schema_file_runs_twice_without_change(raw: sqlite3.Connection) -> None:
@@ -185,7 +185,7 @@ def test_an_added_trigger_cannot_keep_forgotten_bodies(engine: str, tmp_path: Pa
 
 
 HOSTILE = {
-    "an index": ("CREATE INDEX by_body ON evidence (body);", "index by_body (on evidence)"),
+    "an index": ("CREATE INDEX by_body ON evidence_versions (body);", "index by_body (on evidence_versions)"),
     "a view shadowing the eligibility relation": (
         "CREATE VIEW evidence_eligible AS SELECT * FROM evidence;",
         "view evidence_eligible",
@@ -236,14 +236,17 @@ def test_a_trigger_named_like_sqlites_own_is_refused(engine: str, tmp_path: Path
     # CREATE refuses the name, but a file can carry it (writable_schema), and SQLite runs it.
     path = tmp_path / "hostile.db"
     EvidenceStore(path, engine=engine).close()
-    trigger = "CREATE TRIGGER sqlite_keep BEFORE DELETE ON evidence BEGIN SELECT RAISE(ABORT, 'kept'); END"
+    trigger = (
+        "CREATE TRIGGER sqlite_keep BEFORE DELETE ON evidence_current BEGIN SELECT RAISE(ABORT, 'kept'); END"
+    )
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA writable_schema = ON")
         conn.execute(
-            "INSERT INTO sqlite_schema VALUES ('trigger', 'sqlite_keep', 'evidence', 0, ?)", (trigger,)
+            "INSERT INTO sqlite_schema VALUES ('trigger', 'sqlite_keep', 'evidence_current', 0, ?)",
+            (trigger,),
         )
     conn.close()
-    with pytest.raises(SchemaError, match=r"trigger sqlite_keep \(on evidence\)"):
+    with pytest.raises(SchemaError, match=r"trigger sqlite_keep \(on evidence_current\)"):
         EvidenceStore(path, engine=engine)
 
 

@@ -126,7 +126,7 @@ def test_query_refuses_pragmas_that_are_not_known_to_only_read(db: Path, sql: st
         "SELECT * FROM pragma_user_version",
         "PRAGMA table_info(evidence)",
         "SELECT name FROM pragma_table_info('evidence')",
-        "SELECT * FROM pragma_index_list('evidence')",
+        "SELECT * FROM pragma_index_list('evidence_current')",
         "PRAGMA integrity_check",
         "PRAGMA quick_check(evidence)",
         "SELECT * FROM pragma_function_list",
@@ -213,8 +213,7 @@ def _store_invalid_utf8(store: EvidenceStore) -> None:
     triggers = engine.query("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'")
     for name, _ in triggers:
         engine.query(f'DROP TRIGGER "{name}"')
-    for table in ("evidence", "evidence_versions"):
-        engine.query(f"UPDATE {table} SET body = CAST(x'ff' AS TEXT) WHERE record_id = 'bad'")
+    engine.query("UPDATE evidence_versions SET body = CAST(x'ff' AS TEXT) WHERE record_id = 'bad'")
     for _, sql in triggers:
         engine.query(sql)
 

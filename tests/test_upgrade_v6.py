@@ -1,4 +1,5 @@
-"""Schema version 6: its cheaper blank-text CHECKs keep version 5's rule exactly, and a
+"""Schema version 6: each body is stored once (evidence is a view of the current pointer
+and the history), its cheaper blank-text CHECKs keep version 5's rule exactly, and a
 version 5 store upgrades in place with every row kept and everything still verifying."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyevidence import EvidenceStore
+from pyevidence import EvidenceStore, Record
 from pyevidence.core import validation
 from pyevidence.storage import schema, sql_functions
 
@@ -94,6 +95,31 @@ def test_a_version_5_store_is_upgraded_with_every_row_kept(engine: str, tmp_path
     conn.close()
 
 
+def test_each_body_is_stored_once(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "once.db"
+    marker = "zqxmarkerbody"
+    with EvidenceStore(path, engine=engine) as store:
+        store.put_many([_record(f"r{i}", f"{marker}{i} queue") for i in range(50)])
+        store.put(**_record("r0", f"{marker}0 replaced").__dict__)
+    data = path.read_bytes()  # closed: the WAL is checkpointed into the file
+    for i in range(1, 50):
+        assert data.count(f"{marker}{i} queue".encode()) == 1
+    assert data.count(f"{marker}0 queue".encode()) == 1  # the first version stays in the history
+    assert data.count(f"{marker}0 replaced".encode()) == 1
+
+
+def _record(record_id: str, body: str) -> Record:
+    return Record(
+        tenant="team-a",
+        record_id=record_id,
+        revision="v1",
+        kind="working",
+        body=body,
+        source="s",
+        expires_at=100,
+    )
+
+
 def test_the_upgrade_itself_changes_no_row(tmp_path: Path) -> None:
     path = tmp_path / "v5.db"
     v5_store(path)
@@ -112,9 +138,9 @@ TEXT = st.text(
 
 
 def _check_of(schema_text: str) -> str:
-    """The blank-text CHECK expression of evidence.body in a schema file, for column x."""
-    table = schema_text.split("CREATE TABLE IF NOT EXISTS evidence (")[1]
-    found = re.search(r"body\s+TEXT\s+NOT NULL CHECK \((.*)\),\n", table)
+    """The blank-text CHECK expression of evidence_versions.body in a schema file, for column x."""
+    table = schema_text.split("CREATE TABLE IF NOT EXISTS evidence_versions (")[1]
+    found = re.search(r"body\s+TEXT\s+CHECK \((.*)\),\n", table)
     assert found is not None
     return found[1].replace("body", "x")
 

@@ -170,6 +170,13 @@ def test_forget_erases_every_version_and_keeps_a_verifiable_tombstone(
             " content_hash) VALUES ('team-a', 'v1', 9, 'x', 'runbook', 'b', 's', 1, 'h')",
             "evidence_put",
         ),
+        ("UPDATE evidence_current SET expires_at = 5", "evidence_put"),
+        ("UPDATE evidence_current SET chain_seq = 2", "evidence_put"),
+        (
+            "INSERT INTO evidence_current (tenant, revision, expires_at, record_id, chain_seq)"
+            " VALUES ('team-a', 'v1', 9, 'x', 1)",
+            "evidence_put",
+        ),
     ],
 )
 def test_raw_sql_cannot_rewrite_history(open_store: Any, tmp_path: Path, sql: str, message: str) -> None:
@@ -182,10 +189,11 @@ def test_raw_sql_cannot_rewrite_history(open_store: Any, tmp_path: Path, sql: st
     with pytest.raises(sqlite3.IntegrityError, match=message):
         conn.execute(sql)
     conn.close()
-    # Without pyevidence's functions a write to evidence cannot even start: its triggers
-    # (the history's, the token index's) call them.
+    # Without pyevidence's functions a write to evidence_current cannot even start: its
+    # triggers (the token index's) call them. The history's guards and the view evidence's
+    # refusals need none.
     conn = sqlite3.connect(path)
-    with pytest.raises(sqlite3.Error, match=message if "evidence_versions" in sql else "no such function"):
+    with pytest.raises(sqlite3.Error, match="no such function" if "evidence_current" in sql else message):
         conn.execute(sql)
     conn.close()
     assert path.read_bytes() == before
@@ -203,6 +211,37 @@ def test_delete_from_evidence_in_sql_is_a_forget(open_store: Any, tmp_path: Path
     with open_store(path) as store:
         assert [v.operation for v in store.history(tenant="team-a", record_id="r1")] == ["put", "forget"]
         assert store.verify(tenant="team-a").ok
+
+
+@pytest.mark.parametrize(("table", "counted"), [("evidence", 0), ("evidence_current", 1)])
+def test_both_deletes_in_sql_are_the_same_forget(
+    open_store: Any, tmp_path: Path, table: str, counted: int
+) -> None:
+    """evidence is a view (docs/sql.md): its delete forgets through a trigger, which SQLite's
+    changes() does not count; a delete from evidence_current is the same forget, counted."""
+    path = tmp_path / "sqlforget.db"
+    with open_store(path) as store:
+        store.put(**record(body="queue first"))
+        store.put(**record(body="queue second"))
+        store.put(**record(record_id="r2", body="queue kept"))
+    conn = sqlite3.connect(path)
+    sql_functions.register(conn)
+    with conn:
+        deleted = conn.execute(f"DELETE FROM {table} WHERE tenant = 'team-a' AND record_id = 'r1'").rowcount
+    erased = conn.execute(
+        "SELECT count(*) FROM evidence_versions WHERE record_id = 'r1' AND operation = 'put' AND body IS NULL"
+    )
+    assert (deleted, erased.fetchone()[0]) == (counted, 2)
+    conn.close()
+    with open_store(path) as store:
+        assert [v.operation for v in store.history(tenant="team-a", record_id="r1")] == [
+            "put",
+            "put",
+            "forget",
+        ]
+        assert store.verify(tenant="team-a").ok and store.check_index().ok
+        hits = store.retrieve(tenant="team-a", revision="v1", query="queue", now=0).hits
+        assert [hit.record_id for hit in hits] == ["r2"]
 
 
 # ---- verify finds tampering
@@ -225,7 +264,7 @@ def _three_versions(open_store: Any, path: Path) -> None:
             "content does not match",
         ),
         (
-            ["UPDATE evidence SET body = 'edited' WHERE tenant = 'team-a' AND record_id = 'r1'"],
+            ["UPDATE evidence_current SET expires_at = 7 WHERE tenant = 'team-a' AND record_id = 'r1'"],
             3,
             "current row differs",
         ),
@@ -251,7 +290,11 @@ def _three_versions(open_store: Any, path: Path) -> None:
             1,
             "never forgotten",
         ),
-        (["DELETE FROM evidence WHERE tenant = 'team-a' AND record_id = 'r2'"], 2, "current row is missing"),
+        (
+            ["DELETE FROM evidence_current WHERE tenant = 'team-a' AND record_id = 'r2'"],
+            2,
+            "current row is missing",
+        ),
     ],
 )
 def test_verify_reports_the_first_broken_link(
@@ -306,7 +349,7 @@ def test_verify_and_get_version_refuse_content_that_does_not_match_its_hash(
     with open_store(path) as store:
         store.put(**record(body="first"))
         (cited,) = store.history(tenant="team-a", record_id="r1")
-    tamper(path, "UPDATE evidence_versions SET body = 'edited'", "UPDATE evidence SET body = 'edited'")
+    tamper(path, "UPDATE evidence_versions SET body = 'edited'")  # the one copy of the body
     with open_store(path) as store:
         assert not store.verify(tenant="team-a").ok
         with pytest.raises(StoreError, match="the stored content does not match its content hash"):

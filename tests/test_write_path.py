@@ -117,7 +117,7 @@ def test_put_many_failing_in_the_middle_writes_nothing(tmp_path: Path, engine: s
     with EvidenceStore(path, engine=engine) as store:
         run = getattr(store._engine, "query", None) or store._engine._query
         run(  # a guard a DBA might add (for this connection only): refuse one id
-            "CREATE TEMP TRIGGER no_x BEFORE INSERT ON main.evidence WHEN NEW.record_id = 'x'"
+            "CREATE TEMP TRIGGER no_x BEFORE INSERT ON main.evidence_current WHEN NEW.record_id = 'x'"
             " BEGIN SELECT RAISE(ABORT, 'x is reserved'); END"
         )
         batch = [record(record_id="a"), record(record_id="before", body="changed"), record(record_id="x")]

@@ -115,8 +115,8 @@ PRAGMA trusted_schema = OFF;
 SELECT count(*) = 2 FROM team_a_now;
 PRAGMA trusted_schema = ON;
 
--- Without the evidence table, the error says what to do.
+-- Without the evidence view, the error says what to do.
 DROP VIEW team_a_now;
-DROP TABLE evidence;
+DROP VIEW evidence;
 -- error: no such table: main.evidence (create the schema from schema.sql first)
 SELECT * FROM evidence_eligible('team-a', 'v1', 0);

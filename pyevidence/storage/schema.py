@@ -60,7 +60,9 @@ PUT_SQL = (
     "INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
 )
-FORGET_SQL = "DELETE FROM evidence WHERE tenant = ?1 AND record_id = ?2"
+# The current pointer itself, not the view evidence: SQLite's changes() does not count rows
+# deleted through a view's trigger, and forget() reports whether it found the record.
+FORGET_SQL = "DELETE FROM evidence_current WHERE tenant = ?1 AND record_id = ?2"
 
 # put_many as both engines write it: the rows PUT_SQL's trigger would write, without
 # the trigger (the batch writer: csrc/evidence_batch.c, and engines/python_engine.py). Each
@@ -81,11 +83,9 @@ VERSION_APPEND_SQL = (
     " VALUES (?, ?, ?, ?, 'put', ?, ?, ?, ?, ?, ?, ?)"
 )
 CURRENT_UPSERT_SQL = (
-    "INSERT INTO evidence (tenant, revision, expires_at, record_id, kind, body, source, version,"
-    " content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, record_id) DO UPDATE SET"
-    " revision = excluded.revision, expires_at = excluded.expires_at, kind = excluded.kind,"
-    " body = excluded.body, source = excluded.source, version = excluded.version,"
-    " content_hash = excluded.content_hash"
+    "INSERT INTO evidence_current (tenant, revision, expires_at, record_id, chain_seq) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (tenant, record_id) DO UPDATE SET"
+    " revision = excluded.revision, expires_at = excluded.expires_at, chain_seq = excluded.chain_seq"
 )
 
 # Vectors (pyevidence/ranking/vector_scoring.py). A put with a vector runs PUT_SQL and then

@@ -6,20 +6,22 @@
 --
 -- Three tables. evidence_versions is the history: every put of a (tenant,
 -- record_id) appends an immutable version, and every forget appends a
--- tombstone; each tenant's versions form a hash chain. evidence is the
--- current pointer: the latest version of each live record, copied into the
--- layout the ranking scan reads (see below). Writes go through the view
+-- tombstone; each tenant's versions form a hash chain. It holds the one copy of
+-- every body. evidence_current points each live record at its latest version,
+-- in eligibility order (see below), and the view evidence shows the current
+-- records with their content, read from the history. Writes go through the view
 -- evidence_put (INSERT = put) and DELETE FROM evidence (= forget); the
 -- triggers keep the tables consistent and refuse anything else, under every
 -- conflict policy (INSERT OR IGNORE, OR REPLACE, ...; tests/test_raw_sql.py). evidence_vectors
 -- holds an optional embedding of each current record, for vector ranking.
 --
--- The CHECK constraints repeat the put() validation rules as a guard, so a
--- raw-SQL writer cannot store a row the API would reject. "Non-empty" means
--- "not empty after trimming whitespace", where whitespace is exactly the set
--- of characters Python's str.isspace() accepts (tests/test_schema.py proves
--- the two agree). evidence_versions carries the same CHECKs on its content
--- (NULL passes a CHECK: a forgotten version has no content left to check).
+-- The CHECK constraints of evidence_versions repeat the put() validation rules as
+-- a guard, so a raw-SQL writer cannot store a row the API would reject (NULL
+-- passes a CHECK: a forgotten version has no content left to check); a current
+-- row must point at such a version, with the same revision and expires_at.
+-- "Non-empty" means "not empty after trimming whitespace", where whitespace is
+-- exactly the set of characters Python's str.isspace() accepts
+-- (tests/test_schema.py proves the two agree).
 -- A CHECK alone is not enough for a write through evidence_put: an outer
 -- INSERT OR IGNORE / OR FAIL overrides the conflict policy of the trigger's
 -- statements, and a refused current row would leave its version behind. So the
@@ -69,27 +71,51 @@ CREATE TABLE IF NOT EXISTS evidence_versions (
   UNIQUE (tenant, record_id, seq)
 ) STRICT, WITHOUT ROWID;
 
-CREATE TABLE IF NOT EXISTS evidence (
-  tenant     TEXT    NOT NULL CHECK (CASE WHEN unicode(tenant) BETWEEN 33 AND 126 THEN 1 ELSE trim(tenant,    char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> '' END),
-  revision   TEXT    NOT NULL CHECK (CASE WHEN unicode(revision) BETWEEN 33 AND 126 THEN 1 ELSE trim(revision,  char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> '' END),
-  expires_at INTEGER NOT NULL CHECK (expires_at >= 0),
-  record_id  TEXT    NOT NULL CHECK (CASE WHEN unicode(record_id) BETWEEN 33 AND 126 THEN 1 ELSE trim(record_id, char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> '' END),
-  kind       TEXT    NOT NULL CHECK (kind IN ('working', 'incident', 'runbook')),
-  body       TEXT    NOT NULL CHECK (CASE WHEN unicode(body) BETWEEN 33 AND 126 THEN 1 ELSE trim(body,      char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> '' END),
-  source     TEXT    NOT NULL CHECK (CASE WHEN unicode(source) BETWEEN 33 AND 126 THEN 1 ELSE trim(source,    char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> '' END),
-  -- Which version of evidence_versions this row is (its seq), and that version's content hash.
-  version      INTEGER NOT NULL CHECK (version >= 1),
-  content_hash TEXT    NOT NULL,
-  -- The rows are stored in eligibility order, so the eligible rows of a
-  -- (tenant, revision) at a time are one contiguous range of the table: the
-  -- ranking scan reads them in sequence instead of one lookup per row.
+-- The current pointer: one row per live record, naming its latest version by its
+-- place in the tenant's chain. The rows are stored in eligibility order, so the
+-- eligible rows of a (tenant, revision) at a time are one contiguous range of the
+-- table, and they are small: the bodies stay in evidence_versions (schema version
+-- 6; before it, this table held a second copy of each body, which doubled the
+-- bytes every put wrote).
+CREATE TABLE IF NOT EXISTS evidence_current (
+  tenant     TEXT    NOT NULL,
+  revision   TEXT    NOT NULL,
+  expires_at INTEGER NOT NULL,
+  record_id  TEXT    NOT NULL,
+  chain_seq  INTEGER NOT NULL,
   PRIMARY KEY (tenant, revision, expires_at, record_id),
   -- The identity of a record: one row per (tenant, record_id).
   UNIQUE (tenant, record_id)
 ) STRICT, WITHOUT ROWID;
 
--- The same range without the bodies, for counting the eligible rows cheaply.
-CREATE INDEX IF NOT EXISTS evidence_scope ON evidence (tenant, revision, expires_at);
+-- The current records with their content: what retrieve, the citations and raw SQL
+-- readers see. version is the version's seq. A LEFT JOIN, so that a query that
+-- reads no content column (a count of eligible rows) never touches the history:
+-- SQLite leaves out a LEFT JOIN on a primary key whose columns nothing reads.
+CREATE VIEW IF NOT EXISTS evidence AS
+  SELECT c.tenant AS tenant, c.revision AS revision, c.expires_at AS expires_at, c.record_id AS record_id,
+         v.kind AS kind, v.body AS body, v.source AS source, v.seq AS version, v.content_hash AS content_hash
+    FROM evidence_current AS c
+    LEFT JOIN evidence_versions AS v ON v.tenant = c.tenant AND v.chain_seq = c.chain_seq;
+
+-- forget: DELETE FROM evidence WHERE tenant = ? AND record_id = ? deletes the
+-- pointer, and the trigger on evidence_current does the rest. (SQLite's changes()
+-- does not count rows deleted through a view: pyevidence's own forget deletes from
+-- evidence_current, whose count it reads.)
+CREATE TRIGGER IF NOT EXISTS evidence_deletes_forget INSTEAD OF DELETE ON evidence
+BEGIN
+  DELETE FROM evidence_current WHERE tenant = OLD.tenant AND record_id = OLD.record_id;
+END;
+
+CREATE TRIGGER IF NOT EXISTS evidence_is_not_inserted_into INSTEAD OF INSERT ON evidence
+BEGIN
+  SELECT RAISE(ABORT, 'evidence rows are written through the evidence_put view (INSERT INTO evidence_put ...)');
+END;
+
+CREATE TRIGGER IF NOT EXISTS evidence_is_not_updated INSTEAD OF UPDATE ON evidence
+BEGIN
+  SELECT RAISE(ABORT, 'evidence rows are written through the evidence_put view (INSERT INTO evidence_put ...)');
+END;
 
 -- put: INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at).
 -- Appends the next version to the tenant's chain; the trigger after it points the
@@ -157,20 +183,21 @@ END;
 CREATE TRIGGER IF NOT EXISTS evidence_versions_point_the_current_row AFTER INSERT ON evidence_versions
 WHEN NEW.operation = 'put' AND NOT evidence_writer_vouches()
 BEGIN
-  INSERT INTO evidence (tenant, revision, expires_at, record_id, kind, body, source, version, content_hash)
-  VALUES (NEW.tenant, NEW.revision, NEW.expires_at, NEW.record_id, NEW.kind, NEW.body, NEW.source, NEW.seq,
-          NEW.content_hash)
+  INSERT INTO evidence_current (tenant, revision, expires_at, record_id, chain_seq)
+  VALUES (NEW.tenant, NEW.revision, NEW.expires_at, NEW.record_id, NEW.chain_seq)
   ON CONFLICT (tenant, record_id) DO UPDATE SET
-    revision = excluded.revision, expires_at = excluded.expires_at, kind = excluded.kind,
-    body = excluded.body, source = excluded.source, version = excluded.version,
-    content_hash = excluded.content_hash;
+    revision = excluded.revision, expires_at = excluded.expires_at, chain_seq = excluded.chain_seq;
 END;
 
--- forget: DELETE FROM evidence WHERE tenant = ? AND record_id = ?.
--- Appends a tombstone to the chain, then erases the content of every earlier
--- version of that record; only the hashes remain.
-CREATE TRIGGER IF NOT EXISTS evidence_forget_erases AFTER DELETE ON evidence
+-- forget: DELETE FROM evidence (or evidence_current) WHERE tenant = ? AND record_id = ?.
+-- Takes the record out of the token index while its body is still there to
+-- tokenize, appends a tombstone to the chain, then erases the content of every
+-- earlier version of that record; only the hashes remain.
+CREATE TRIGGER IF NOT EXISTS evidence_forget_erases AFTER DELETE ON evidence_current
 BEGIN
+  INSERT INTO evidence_index_remove (tenant, revision, record_id, expires_at, body, keep)
+  SELECT OLD.tenant, OLD.revision, OLD.record_id, OLD.expires_at, body, 0
+    FROM evidence_versions WHERE tenant = OLD.tenant AND chain_seq = OLD.chain_seq;
   INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, content_hash, chain_hash)
   SELECT OLD.tenant, link.chain_seq, OLD.record_id, link.seq, 'forget', link.content_hash,
          evidence_sha256('pyevidence chain 2', link.previous, link.chain_seq, OLD.record_id, link.seq,
@@ -190,30 +217,26 @@ BEGIN
    WHERE tenant = OLD.tenant AND record_id = OLD.record_id AND operation = 'put' AND body IS NOT NULL;
 END;
 
--- The current row must be, field for field, the latest version of its record,
--- a put: a write to evidence that did not come through evidence_put (or that
--- would point a record back at an older version) is refused. AFTER, not BEFORE:
--- by then an INSERT OR REPLACE has deleted the row it replaces, and with
--- recursive triggers on, that delete has run forget's trigger, so the check
--- sees the chain as the statement left it.
-CREATE TRIGGER IF NOT EXISTS evidence_insert_is_the_latest_version AFTER INSERT ON evidence
+-- The current row must point at the latest version of its record, a put, with
+-- the same revision and expires_at: a write to evidence_current that did not come
+-- through evidence_put (or that would point a record back at an older version)
+-- is refused. AFTER, not BEFORE: by then an INSERT OR REPLACE has deleted the row
+-- it replaces, and with recursive triggers on, that delete has run forget's
+-- trigger, so the check sees the chain as the statement left it.
+CREATE TRIGGER IF NOT EXISTS evidence_insert_is_the_latest_version AFTER INSERT ON evidence_current
 WHEN NOT EXISTS (SELECT 1 FROM evidence_versions AS v
-                  WHERE v.tenant = NEW.tenant AND v.record_id = NEW.record_id AND v.seq = NEW.version
-                    AND v.operation = 'put' AND v.content_hash = NEW.content_hash
-                    AND v.revision = NEW.revision AND v.kind = NEW.kind AND v.body = NEW.body
-                    AND v.source = NEW.source AND v.expires_at = NEW.expires_at
+                  WHERE v.tenant = NEW.tenant AND v.chain_seq = NEW.chain_seq AND v.record_id = NEW.record_id
+                    AND v.operation = 'put' AND v.revision = NEW.revision AND v.expires_at = NEW.expires_at
                     AND v.seq = (SELECT max(seq) FROM evidence_versions
                                   WHERE tenant = NEW.tenant AND record_id = NEW.record_id))
 BEGIN
   SELECT RAISE(ABORT, 'evidence rows are written through the evidence_put view (INSERT INTO evidence_put ...)');
 END;
 
-CREATE TRIGGER IF NOT EXISTS evidence_update_is_the_latest_version AFTER UPDATE ON evidence
+CREATE TRIGGER IF NOT EXISTS evidence_update_is_the_latest_version AFTER UPDATE ON evidence_current
 WHEN NOT EXISTS (SELECT 1 FROM evidence_versions AS v
-                  WHERE v.tenant = NEW.tenant AND v.record_id = NEW.record_id AND v.seq = NEW.version
-                    AND v.operation = 'put' AND v.content_hash = NEW.content_hash
-                    AND v.revision = NEW.revision AND v.kind = NEW.kind AND v.body = NEW.body
-                    AND v.source = NEW.source AND v.expires_at = NEW.expires_at
+                  WHERE v.tenant = NEW.tenant AND v.chain_seq = NEW.chain_seq AND v.record_id = NEW.record_id
+                    AND v.operation = 'put' AND v.revision = NEW.revision AND v.expires_at = NEW.expires_at
                     AND v.seq = (SELECT max(seq) FROM evidence_versions
                                   WHERE tenant = NEW.tenant AND record_id = NEW.record_id))
 BEGIN
@@ -244,7 +267,7 @@ WHEN NOT evidence_writer_vouches() AND (NOT (evidence_utf8_valid(CAST(NEW.tenant
        NEW.chain_seq, NEW.record_id, NEW.seq, NEW.operation, NEW.content_hash)
   OR (NEW.operation = 'put' AND NEW.body IS NULL)
   OR (NEW.operation = 'forget'
-      AND (EXISTS (SELECT 1 FROM evidence WHERE tenant = NEW.tenant AND record_id = NEW.record_id)
+      AND (EXISTS (SELECT 1 FROM evidence_current WHERE tenant = NEW.tenant AND record_id = NEW.record_id)
            OR NOT EXISTS (SELECT 1 FROM evidence_versions
                            WHERE tenant = NEW.tenant AND record_id = NEW.record_id AND seq = NEW.seq - 1
                              AND operation = 'put' AND body IS NOT NULL))))
@@ -310,13 +333,13 @@ END;
 
 -- A put replaces the current row (an UPDATE through evidence_put's upsert), a
 -- forget deletes it: either way the record's vector, made from the old body, goes.
-CREATE TRIGGER IF NOT EXISTS evidence_vectors_follow_puts AFTER UPDATE ON evidence
-WHEN NEW.version IS NOT OLD.version
+CREATE TRIGGER IF NOT EXISTS evidence_vectors_follow_puts AFTER UPDATE ON evidence_current
+WHEN NEW.chain_seq IS NOT OLD.chain_seq
 BEGIN
   DELETE FROM evidence_vectors WHERE tenant = OLD.tenant AND record_id = OLD.record_id;
 END;
 
-CREATE TRIGGER IF NOT EXISTS evidence_vectors_follow_forgets AFTER DELETE ON evidence
+CREATE TRIGGER IF NOT EXISTS evidence_vectors_follow_forgets AFTER DELETE ON evidence_current
 BEGIN
   DELETE FROM evidence_vectors WHERE tenant = OLD.tenant AND record_id = OLD.record_id;
 END;
@@ -450,30 +473,28 @@ BEGIN
    WHERE NOT NEW.keep AND tenant = NEW.tenant AND revision = NEW.revision;
 END;
 
--- Raw SQL writes (evidence_put's trigger, forget's DELETE) keep the index in step,
--- in the same statement; pyevidence's own writer does the same itself, a batch at a time.
-CREATE TRIGGER IF NOT EXISTS evidence_index_follows_inserts AFTER INSERT ON evidence
+-- Raw SQL writes (evidence_put's trigger) keep the index in step, in the same
+-- statement, with the bodies read from the versions the rows point at; forget's
+-- trigger above takes a record out. pyevidence's own writer does the same itself,
+-- a batch at a time.
+CREATE TRIGGER IF NOT EXISTS evidence_index_follows_inserts AFTER INSERT ON evidence_current
 WHEN NOT evidence_writer_vouches()
 BEGIN
   INSERT INTO evidence_index_add (tenant, revision, record_id, expires_at, body)
-  VALUES (NEW.tenant, NEW.revision, NEW.record_id, NEW.expires_at, NEW.body);
+  SELECT NEW.tenant, NEW.revision, NEW.record_id, NEW.expires_at, body
+    FROM evidence_versions WHERE tenant = NEW.tenant AND chain_seq = NEW.chain_seq;
 END;
 
-CREATE TRIGGER IF NOT EXISTS evidence_index_follows_updates AFTER UPDATE ON evidence
+CREATE TRIGGER IF NOT EXISTS evidence_index_follows_updates AFTER UPDATE ON evidence_current
 WHEN NOT evidence_writer_vouches()
 BEGIN
   INSERT INTO evidence_index_remove (tenant, revision, record_id, expires_at, body, keep)
-  VALUES (OLD.tenant, OLD.revision, OLD.record_id, OLD.expires_at, OLD.body,
-          OLD.tenant = NEW.tenant AND OLD.revision = NEW.revision AND OLD.record_id = NEW.record_id);
+  SELECT OLD.tenant, OLD.revision, OLD.record_id, OLD.expires_at, body,
+         OLD.tenant = NEW.tenant AND OLD.revision = NEW.revision AND OLD.record_id = NEW.record_id
+    FROM evidence_versions WHERE tenant = OLD.tenant AND chain_seq = OLD.chain_seq;
   INSERT INTO evidence_index_add (tenant, revision, record_id, expires_at, body)
-  VALUES (NEW.tenant, NEW.revision, NEW.record_id, NEW.expires_at, NEW.body);
-END;
-
-CREATE TRIGGER IF NOT EXISTS evidence_index_follows_deletes AFTER DELETE ON evidence
-WHEN NOT evidence_writer_vouches()
-BEGIN
-  INSERT INTO evidence_index_remove (tenant, revision, record_id, expires_at, body, keep)
-  VALUES (OLD.tenant, OLD.revision, OLD.record_id, OLD.expires_at, OLD.body, 0);
+  SELECT NEW.tenant, NEW.revision, NEW.record_id, NEW.expires_at, body
+    FROM evidence_versions WHERE tenant = NEW.tenant AND chain_seq = NEW.chain_seq;
 END;
 
 PRAGMA user_version = 6;

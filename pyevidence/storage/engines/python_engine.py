@@ -192,17 +192,9 @@ class PythonEngine:
                     chain,
                 )
             )
-            current[key] = (
-                tenant,
-                r.revision,
-                r.expires_at,
-                record_id,
-                r.kind,
-                r.body,
-                r.source,
-                seq,
-                content,
-            )
+            # the current row (tenant, revision, expires_at, record_id, chain_seq), with
+            # the body the token index reads after it
+            current[key] = (tenant, r.revision, r.expires_at, record_id, chain_seq, r.body)
         in_key_order: list[tuple[Any, ...]] = sorted(current.values(), key=_current_key)
         self._vouching = True
         try:
@@ -211,7 +203,7 @@ class PythonEngine:
             index = maintain.IndexBatch(self._conn)
             index.replace(in_key_order, new_records)
             index.finish()
-            self._conn.executemany(schema.CURRENT_UPSERT_SQL, in_key_order)
+            self._conn.executemany(schema.CURRENT_UPSERT_SQL, [row[:5] for row in in_key_order])
         finally:
             self._vouching = False
 
@@ -360,7 +352,7 @@ _LATEST_SEQS_SQL = (
 
 
 def _current_key(row: tuple[Any, ...]) -> tuple[str, str, int, str]:
-    """evidence's primary key (tenant, revision, expires_at, record_id) of a current row.
+    """evidence_current's primary key (tenant, revision, expires_at, record_id) of a current row.
     Python orders str by code point, which is the UTF-8 byte order SQLite's BINARY uses."""
     return row[0], row[1], row[2], row[3]
 

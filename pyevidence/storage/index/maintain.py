@@ -2,7 +2,7 @@
 
 The same rules, and so the same table rows, as the schema's triggers (schema.sql,
 "The token index") and the native engine's csrc/evidence_index_write.c: each
-record's new current row, in evidence's primary-key order, takes its old row out
+record's new current row, in evidence_current's primary-key order, takes its old row out
 (keeping its document number within the same scope) and goes in. As in C, the
 cost is per batch: the changes are queued, then each docset, expiry count and
 scope the batch touched is read and written once.
@@ -135,7 +135,7 @@ class IndexBatch:
 
     def replace(self, rows: Sequence[Sequence[Any]], new_records: Set[tuple[str, str]] = frozenset()) -> None:
         """Each row (tenant, revision, expires_at, record_id, _, body, ...) is its
-        record's new current row, the rows in evidence's primary-key order, one per
+        record's new current row, the rows in evidence_current's primary-key order, one per
         record: its old current row (still in evidence) goes out, it comes in.
         ``new_records`` are (tenant, record_id) keys the caller knows had no version
         before the batch, so no current row: they are not looked up."""
@@ -377,7 +377,7 @@ def _encoded(numbers: list[int]) -> bytes:
 
 def build(conn: sqlite3.Connection, progress: Progress | None = None, *, batch: int) -> IndexRebuild:
     """The rebuild (INDEX_SPEC): the four tables emptied, then every current row entered
-    in evidence's primary-key order, ``batch`` rows between two flushes and two progress
+    in evidence_current's primary-key order, ``batch`` rows between two flushes and two progress
     reports: the same rows as rebuild.build, written a batch at a time."""
     if batch < 1:
         raise ValueError(f"batch must be 1 or more rows, not {batch}")
