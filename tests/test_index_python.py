@@ -203,3 +203,23 @@ def test_an_index_out_of_step_is_named_with_reindex(tmp_path: Path) -> None:
         assert answer(store, "a", "v1", 0, "queue", 10, "index") == answer(
             store, "a", "v1", 0, "queue", 10, "scan"
         )
+
+
+def test_large_batches_write_the_native_engines_bitsets() -> None:
+    """Batches big enough that a chunk's docset becomes a bitset, both for documents new to
+    their scope and for kept documents gaining and losing tokens in the same chunk."""
+    first = [record("a", f"r{n:04d}", "v1", f"queue lag w{n % 40}", 10 + n % 5) for n in range(3000)]
+    second = (
+        [record("a", f"r{n:04d}", "v2", "queue moved", 10) for n in range(0, 300)]  # into a new scope
+        + [record("a", f"r{n:04d}", "v1", f"queue extra w{n % 7}", 12) for n in range(300, 700)]  # changed
+        + [record("a", f"r{n:04d}", "v1", "extra lag", 11) for n in range(3000, 3500)]  # new, same chunk
+    )
+    with stores([("put_many", first), ("put_many", second)]) as opened:
+        tables = {engine: index_rows(path) for engine, (path, _) in opened.items()}
+        assert tables["python"] == tables.get("native", tables["python"])
+        python = opened["python"][1]
+        assert python.check_index().ok
+        for query in ("queue", "extra", "extra lag w3", "moved"):
+            for revision in ("v1", "v2"):
+                scan = answer(python, "a", revision, 11, query, 10, "scan")
+                assert answer(python, "a", revision, 11, query, 10, "index") == scan
