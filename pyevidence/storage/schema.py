@@ -19,7 +19,7 @@ from typing import Any
 from ..core.errors import SchemaError, StoreError
 from .index import rebuild
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Connection settings, applied by prepare() on every connection of both engines.
 # The busy timeout makes a writer wait for a lock instead of failing at once.
@@ -263,6 +263,7 @@ MIGRATIONS = {
     3: ("schema_v3.sql", "v3_to_v4.sql"),
     4: ("schema_v4.sql", "v4_to_v5.sql"),
     5: ("schema_v5.sql", "v5_to_v6.sql"),
+    6: ("schema_v6.sql", "v6_to_v7.sql"),
 }
 # The upgrades that create the token index (version 4 to 5): after them the index is
 # built from the rows, in the same transaction, before anything is committed.
