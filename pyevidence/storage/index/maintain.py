@@ -337,11 +337,16 @@ class IndexBatch:
 
     def _apply_expiry(self) -> None:
         deltas: dict[tuple[int, int, int], int] = {}
-        for (scope, expires_at), delta in self._expiry.items():
-            if delta:
-                for level in LEVELS:
-                    key = (scope, level, expires_at >> (8 * level))  # expires_at >= 0 (schema.sql CHECK)
-                    deltas[key] = deltas.get(key, 0) + delta
+        # level 0 counts by expires_at; each level above sums 256 buckets of the one below
+        # (expires_at >= 0, schema.sql CHECK), so it is summed from that level, not per row
+        below = {key: delta for key, delta in self._expiry.items() if delta}
+        for level in LEVELS:
+            above: dict[tuple[int, int], int] = {}
+            for (scope, bucket), delta in below.items():
+                deltas[scope, level, bucket] = delta
+                up = (scope, bucket >> 8)
+                above[up] = above.get(up, 0) + delta
+            below = {key: delta for key, delta in above.items() if delta}
         adds = sorted((*key, delta) for key, delta in deltas.items() if delta > 0)
         if adds:
             self._conn.executemany(_EXPIRY_ADD_SQL, adds)
