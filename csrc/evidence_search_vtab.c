@@ -339,6 +339,68 @@ static sqlite3_module searchModule = {
     0,            /* xShadowName */
 };
 
+/*
+** evidence_eligible_count(tenant, revision, now): how many rows evidence_eligible(tenant,
+** revision, now) yields, read from the token index's counts (a few rows) instead of
+** counting the rows. It is evidence_search's eligible_count, there on every row; this
+** gives it also when no row matches, as a cluster's retrieve needs (one statement,
+** one snapshot). The arguments follow evidence_eligible's rules.
+*/
+static void eligibleCountFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  static const int aWant[3] = {SQLITE_TEXT, SQLITE_TEXT, SQLITE_INTEGER};
+  sqlite3 *db = sqlite3_context_db_handle(ctx);
+  EvidenceSearcher *pSearcher = 0;
+  EvidenceSearchResult result;
+  sqlite3_int64 now = 0;
+  char *zErr = 0;
+  int rc, i;
+  (void)argc;
+  for (i = 0; i < 3; i++) {
+    int eType = sqlite3_value_type(argv[i]);
+    if (eType == SQLITE_FLOAT && aWant[i] == SQLITE_INTEGER) {
+      double r = sqlite3_value_double(argv[i]);
+      const char *zWhyNot = evidenceRealToInt64(r, &now);
+      if (zWhyNot) {
+        char *z = sqlite3_mprintf("evidence_eligible_count(): %s must be an integer, got real %!.15g (%s)",
+                                  azArgName[i], r, zWhyNot);
+        sqlite3_result_error(ctx, z ? z : "out of memory", -1);
+        sqlite3_free(z);
+        return;
+      }
+    } else if (eType != aWant[i]) {
+      char *z = sqlite3_mprintf("evidence_eligible_count(): %s must be %s, got %s", azArgName[i],
+                                aWant[i] == SQLITE_TEXT ? "text" : "an integer", evidenceTypeName(eType));
+      sqlite3_result_error(ctx, z ? z : "out of memory", -1);
+      sqlite3_free(z);
+      return;
+    } else if (eType == SQLITE_INTEGER) {
+      now = sqlite3_value_int64(argv[i]);
+    }
+  }
+  rc = evidenceSearcherOpen(db, "main", &pSearcher);
+  if (rc == SQLITE_OK) {
+    /* no query tokens: the search stops once it has the scope's eligible count */
+    rc = evidenceSearch(pSearcher, (const char *)sqlite3_value_text(argv[0]),
+                        (size_t)sqlite3_value_bytes(argv[0]), (const char *)sqlite3_value_text(argv[1]),
+                        (size_t)sqlite3_value_bytes(argv[1]), now, "", 0, 1, &result, &zErr);
+    if (rc == SQLITE_OK) sqlite3_result_int64(ctx, result.nEligible);
+    evidenceSearchResultClear(&result);
+  }
+  evidenceSearcherFree(pSearcher);
+  if (rc != SQLITE_OK) {
+    char *z = sqlite3_mprintf("evidence_eligible_count(): %s", zErr ? zErr : sqlite3_errstr(rc));
+    sqlite3_result_error(ctx, z ? z : "out of memory", -1);
+    sqlite3_result_error_code(ctx, rc == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_ERROR);
+    sqlite3_free(z);
+    sqlite3_free(zErr);
+  }
+}
+
 int evidenceSearchRegister(sqlite3 *db) {
-  return sqlite3_create_module(db, "evidence_search", &searchModule, 0);
+  int rc = sqlite3_create_module(db, "evidence_search", &searchModule, 0);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "evidence_eligible_count", 3, SQLITE_UTF8 | SQLITE_INNOCUOUS, 0,
+                                 eligibleCountFunc, 0, 0);
+  }
+  return rc;
 }

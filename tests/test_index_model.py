@@ -324,6 +324,8 @@ TestPythonIndex = PythonIndexMachine.TestCase
 
 
 SEARCH = "SELECT * FROM evidence_search(?, ?, ?, ?, ?)"
+# evidence_eligible_count from the index, beside the rows evidence_eligible yields
+COUNT = "SELECT evidence_eligible_count(?1, ?2, ?3), (SELECT count(*) FROM evidence_eligible(?1, ?2, ?3))"
 
 
 def search_fields(hit: Any) -> tuple[Any, ...]:
@@ -392,6 +394,8 @@ def test_evidence_search_returns_what_retrieve_returns(
                 expected = [(*search_fields(h), result.eligible_count) for h in scan]
                 assert list(result) == list(scan)
                 assert list(rows.rows) == expected, (tenant, revision, now, query, limit)
+                counted = store.query(COUNT, [tenant, revision, now]).rows
+                assert counted == ((result.eligible_count, result.eligible_count),)
 
 
 @needs_native
@@ -432,3 +436,27 @@ def test_evidence_search_argument_errors_name_the_argument(args: list[Any], argu
         )
         if args[4:] in ([0], [11], [-1]):
             assert f"limit must be from 1 to 10, got {args[4]}" in message
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("args", "argument", "wanted"),
+    [
+        ([1, "v", 0], "tenant", "text"),
+        ([None, "v", 0], "tenant", "text"),
+        (["t", b"v", 0], "revision", "text"),
+        (["t", "v", "0"], "now", "an integer"),
+        (["t", "v", 0.5], "now", "an integer"),
+        (["t", "v", None], "now", "an integer"),
+    ],
+)
+def test_evidence_eligible_count_argument_errors_name_the_argument(
+    args: list[Any], argument: str, wanted: str
+) -> None:
+    with EvidenceStore(":memory:", engine="native") as store:
+        store.put(tenant="t", record_id="r", revision="v", kind="runbook", body="q", source="s", expires_at=9)
+        with pytest.raises(StoreError, match=rf"evidence_eligible_count\(\): {argument} must be {wanted}"):
+            store.query("SELECT evidence_eligible_count(?, ?, ?)", args)
+        assert store.query("SELECT evidence_eligible_count('t', 'v', 8.0)").rows == ((1,),)
+        assert store.query("SELECT evidence_eligible_count('t', 'v', 9)").rows == ((0,),)
+        assert store.query("SELECT evidence_eligible_count('t', 'no such revision', 0)").rows == ((0,),)
