@@ -16,27 +16,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import rich_text
+from tables import index_rows
 
 from pyevidence import EvidenceStore, StoreError, native_available
 from pyevidence.core.records import Record
 from pyevidence.storage import sql_functions
-from pyevidence.storage.index.rebuild import INDEX_TABLES
 
 WORDS = ["queue", "QUEUE", "lag", "disk", "ok", "i", "k", "\u0130", "\u212a", "\x00", "-"]
 EXPIRIES = [0, 1, 255, 256, 65_535, 65_536, 1000, 2**32, 2**40 + 7, 2**63 - 1]
 NOWS = [-(2**63), -1, 0, 1, 255, 256, 999, 1000, 65_536, 2**32, 2**63 - 2, 2**63 - 1]
 QUERIES = ["queue", "queue lag", "lag disk ok i k", "kelvin k istanbul", "nothing", "i \u0130 - x"]
-
-
-def index_rows(path: Path) -> dict[str, list[tuple[Any, ...]]]:
-    conn = sqlite3.connect(path)
-    try:
-        return {
-            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall()
-            for table in INDEX_TABLES
-        }
-    finally:
-        conn.close()
 
 
 def record(tenant: str, record_id: str, revision: str, body: str, expires_at: int) -> Record:

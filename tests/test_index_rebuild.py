@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tables import index_rows
 
 from pyevidence import EvidenceStore, SchemaError
 from pyevidence.core.tokens import token_set
@@ -62,17 +63,6 @@ def user_version(path: Path) -> int:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     conn.close()
     return version
-
-
-def index_rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
-    conn = sqlite3.connect(path)
-    try:
-        return {
-            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall()
-            for table in INDEX_TABLES
-        }
-    finally:
-        conn.close()
 
 
 def brute_force(
