@@ -65,6 +65,7 @@ def all_rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
     return table_rows(path, TABLES)
 
 
+@pytest.mark.parametrize("version", [5, 6])
 def test_an_earlier_store_is_upgraded_with_every_row_kept(engine: str, tmp_path: Path, version: int) -> None:
     path = tmp_path / f"v{version}.db"
     old_store(path, version)
