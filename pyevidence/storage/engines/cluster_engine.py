@@ -74,19 +74,24 @@ RANK_SQL = (
     "     SELECT record_id, token_overlap(?4, body) AS score"
     "     FROM evidence_eligible(?1, ?2, ?3) LIMIT -1 OFFSET 0)"
     "    WHERE score > 0 ORDER BY score DESC, record_id LIMIT ?5) AS top"
-    "   JOIN evidence AS e ON e.tenant = ?1 AND e.record_id = top.record_id) AS h ON 1"
+    "   CROSS JOIN evidence AS e ON e.tenant = ?1 AND e.record_id = top.record_id) AS h ON 1"
     " ORDER BY h.score DESC, h.record_id"
 )
 # The same hits and count through the token index: evidence_search ranks, and
 # evidence_eligible_count reads the count from the index too, so that a retrieve
 # costs what it costs the native engine, not a read of every eligible row.
+# The hits join evidence inside their own subquery, as RANK_SQL's do (the view on the
+# right of a LEFT JOIN would be materialized whole), and CROSS JOIN keeps the search
+# outside: the planner would otherwise walk the tenant's rows and search for each.
 SEARCH_SQL = (
-    "SELECT c.n, e.record_id, e.revision, e.kind, e.body, e.source, e.expires_at, e.version,"
-    " e.content_hash, s.score"
+    "SELECT c.n, h.record_id, h.revision, h.kind, h.body, h.source, h.expires_at, h.version,"
+    " h.content_hash, h.score"
     " FROM (SELECT evidence_eligible_count(?1, ?2, ?3) AS n) AS c"
-    " LEFT JOIN (SELECT record_id, score FROM evidence_search(?1, ?2, ?3, ?4, ?5)) AS s ON 1"
-    " LEFT JOIN evidence AS e ON e.tenant = ?1 AND e.record_id = s.record_id"
-    " ORDER BY s.score DESC, s.record_id"
+    " LEFT JOIN (SELECT e.record_id, e.revision, e.kind, e.body, e.source, e.expires_at, e.version,"
+    "   e.content_hash, s.score"
+    "   FROM evidence_search(?1, ?2, ?3, ?4, ?5) AS s"
+    "   CROSS JOIN evidence AS e ON e.tenant = ?1 AND e.record_id = s.record_id) AS h ON 1"
+    " ORDER BY h.score DESC, h.record_id"
 )
 CANDIDATES_SQL = (
     "SELECT record_id, revision, kind, body, source, expires_at, version, content_hash"
