@@ -203,30 +203,46 @@ const char *evidenceRealToInt64(double r, sqlite3_int64 *piOut) {
   return 0;
 }
 
-/* Checks the three arguments and reads now into *piNow; returns SQLITE_OK or
-** an error with a message. */
-static int eligibleCheckArgs(sqlite3_vtab *pVtab, sqlite3_value **argv, sqlite3_int64 *piNow) {
-  static const int aWant[ELIGIBLE_N_ARGS] = {SQLITE_TEXT, SQLITE_TEXT, SQLITE_INTEGER};
+int evidenceCheckArgs(const char *zFunc, sqlite3_value **argv, int n, const int *aWant,
+                      const char *const *azName, sqlite3_int64 *aInt, char **pzErr) {
   int i;
-  for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
+  *pzErr = 0;
+  for (i = 0; i < n; i++) {
     int eType = sqlite3_value_type(argv[i]);
     if (eType == SQLITE_FLOAT && aWant[i] == SQLITE_INTEGER) {
       /* shown as SQLite shows a real, to 15 digits: SQLite 3.40's printf gets more digits
       ** wrong where long double is no wider than double (valgrind) */
       double r = sqlite3_value_double(argv[i]);
-      const char *zWhyNot = evidenceRealToInt64(r, piNow);
+      const char *zWhyNot = evidenceRealToInt64(r, &aInt[i]);
       if (zWhyNot) {
-        return eligibleError(pVtab, SQLITE_ERROR,
-                             "evidence_eligible(): %s must be an integer, got real %!.15g (%s)", azArgName[i],
-                             r, zWhyNot);
+        *pzErr = sqlite3_mprintf("%s(): %s must be an integer, got real %!.15g (%s)", zFunc, azName[i], r,
+                                 zWhyNot);
+        return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
       }
     } else if (eType != aWant[i]) {
-      return eligibleError(pVtab, SQLITE_ERROR, "evidence_eligible(): %s must be %s, got %s", azArgName[i],
-                           aWant[i] == SQLITE_TEXT ? "text" : "an integer", evidenceTypeName(eType));
+      *pzErr = sqlite3_mprintf("%s(): %s must be %s, got %s", zFunc, azName[i],
+                               aWant[i] == SQLITE_TEXT ? "text" : "an integer", evidenceTypeName(eType));
+      return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
     } else if (eType == SQLITE_INTEGER) {
-      *piNow = sqlite3_value_int64(argv[i]);
+      aInt[i] = sqlite3_value_int64(argv[i]);
     }
   }
+  return SQLITE_OK;
+}
+
+/* Checks the three arguments and reads now into *piNow; returns SQLITE_OK or
+** an error with a message. */
+static int eligibleCheckArgs(sqlite3_vtab *pVtab, sqlite3_value **argv, sqlite3_int64 *piNow) {
+  static const int aWant[ELIGIBLE_N_ARGS] = {SQLITE_TEXT, SQLITE_TEXT, SQLITE_INTEGER};
+  sqlite3_int64 aInt[ELIGIBLE_N_ARGS] = {0, 0, 0};
+  char *zErr = 0;
+  int rc = evidenceCheckArgs("evidence_eligible", argv, ELIGIBLE_N_ARGS, aWant, azArgName, aInt, &zErr);
+  if (rc != SQLITE_OK) {
+    sqlite3_free(pVtab->zErrMsg);
+    pVtab->zErrMsg = zErr;
+    return rc;
+  }
+  *piNow = aInt[2];
   return SQLITE_OK;
 }
 

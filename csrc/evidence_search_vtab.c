@@ -165,22 +165,12 @@ static int svCheckArgs(sqlite3_vtab *pVtab, sqlite3_value **argv, sqlite3_int64 
                        sqlite3_int64 *piLimit) {
   static const int aWant[SV_N_ARGS] = {SQLITE_TEXT, SQLITE_TEXT, SQLITE_INTEGER, SQLITE_TEXT, SQLITE_INTEGER};
   sqlite3_int64 aInt[SV_N_ARGS] = {0, 0, 0, 0, 0};
-  int i;
-  for (i = 0; i < SV_N_ARGS; i++) {
-    int eType = sqlite3_value_type(argv[i]);
-    if (eType == SQLITE_FLOAT && aWant[i] == SQLITE_INTEGER) {
-      double r = sqlite3_value_double(argv[i]);
-      const char *zWhyNot = evidenceRealToInt64(r, &aInt[i]);
-      if (zWhyNot) {
-        return svError(pVtab, SQLITE_ERROR, "evidence_search(): %s must be an integer, got real %!.15g (%s)",
-                       azArgName[i], r, zWhyNot);
-      }
-    } else if (eType != aWant[i]) {
-      return svError(pVtab, SQLITE_ERROR, "evidence_search(): %s must be %s, got %s", azArgName[i],
-                     aWant[i] == SQLITE_TEXT ? "text" : "an integer", evidenceTypeName(eType));
-    } else if (eType == SQLITE_INTEGER) {
-      aInt[i] = sqlite3_value_int64(argv[i]);
-    }
+  char *zErr = 0;
+  int rc = evidenceCheckArgs("evidence_search", argv, SV_N_ARGS, aWant, azArgName, aInt, &zErr);
+  if (rc != SQLITE_OK) {
+    sqlite3_free(pVtab->zErrMsg);
+    pVtab->zErrMsg = zErr;
+    return rc;
   }
   if (aInt[4] < 1 || aInt[4] > SV_MAX_LIMIT) {
     return svError(pVtab, SQLITE_ERROR, "evidence_search(): limit must be from 1 to %d, got %lld",
@@ -339,6 +329,55 @@ static sqlite3_module searchModule = {
     0,            /* xShadowName */
 };
 
+/*
+** evidence_eligible_count(tenant, revision, now): how many rows evidence_eligible(tenant,
+** revision, now) yields, read from the token index's counts (a few rows) instead of
+** counting the rows. It is evidence_search's eligible_count, there on every row; this
+** gives it also when no row matches, as a cluster's retrieve needs (one statement,
+** one snapshot). The arguments follow evidence_eligible's rules.
+*/
+static void eligibleCountFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  static const int aWant[3] = {SQLITE_TEXT, SQLITE_TEXT, SQLITE_INTEGER};
+  sqlite3 *db = sqlite3_context_db_handle(ctx);
+  EvidenceSearcher *pSearcher = 0;
+  EvidenceSearchResult result;
+  sqlite3_int64 aInt[3] = {0, 0, 0};
+  char *zErr = 0;
+  int rc;
+  (void)argc;
+  rc = evidenceCheckArgs("evidence_eligible_count", argv, 3, aWant, azArgName, aInt, &zErr);
+  if (rc != SQLITE_OK) {
+    if (zErr)
+      sqlite3_result_error(ctx, zErr, -1);
+    else
+      sqlite3_result_error_nomem(ctx);
+    sqlite3_free(zErr);
+    return;
+  }
+  rc = evidenceSearcherOpen(db, "main", &pSearcher);
+  if (rc == SQLITE_OK) {
+    /* no query tokens: the search stops once it has the scope's eligible count */
+    rc = evidenceSearch(pSearcher, (const char *)sqlite3_value_text(argv[0]),
+                        (size_t)sqlite3_value_bytes(argv[0]), (const char *)sqlite3_value_text(argv[1]),
+                        (size_t)sqlite3_value_bytes(argv[1]), aInt[2], "", 0, 1, &result, &zErr);
+    if (rc == SQLITE_OK) sqlite3_result_int64(ctx, result.nEligible);
+    evidenceSearchResultClear(&result);
+  }
+  evidenceSearcherFree(pSearcher);
+  if (rc != SQLITE_OK) {
+    char *z = sqlite3_mprintf("evidence_eligible_count(): %s", zErr ? zErr : sqlite3_errstr(rc));
+    sqlite3_result_error(ctx, z ? z : "out of memory", -1);
+    sqlite3_result_error_code(ctx, rc == SQLITE_NOMEM ? SQLITE_NOMEM : SQLITE_ERROR);
+    sqlite3_free(z);
+    sqlite3_free(zErr);
+  }
+}
+
 int evidenceSearchRegister(sqlite3 *db) {
-  return sqlite3_create_module(db, "evidence_search", &searchModule, 0);
+  int rc = sqlite3_create_module(db, "evidence_search", &searchModule, 0);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "evidence_eligible_count", 3, SQLITE_UTF8 | SQLITE_INNOCUOUS, 0,
+                                 eligibleCountFunc, 0, 0);
+  }
+  return rc;
 }

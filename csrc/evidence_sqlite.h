@@ -37,6 +37,13 @@ int evidenceRegisterWithStats(sqlite3 *db, EvidenceScanStats **ppStats);
 const char *evidenceTypeName(int eType);
 const char *evidenceRealToInt64(double r, sqlite3_int64 *piOut);
 
+/* Checks the first n arguments of zFunc against aWant (SQLITE_TEXT or SQLITE_INTEGER; a
+** whole real counts as its integer), reading each integer into aInt[i]. Returns
+** SQLITE_OK, or SQLITE_ERROR with *pzErr naming the function and argument (free with
+** sqlite3_free), or SQLITE_NOMEM. */
+int evidenceCheckArgs(const char *zFunc, sqlite3_value **argv, int n, const int *aWant,
+                      const char *const *azName, sqlite3_int64 *aInt, char **pzErr);
+
 /* Registration of each part, called by evidenceRegister(). */
 int evidenceOverlapRegister(sqlite3 *db);
 int evidenceEligibleRegister(sqlite3 *db, EvidenceScanStats **ppStats);

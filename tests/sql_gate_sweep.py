@@ -32,6 +32,7 @@ SENSIBLE_CALLS = {
     "vec_slice": "SELECT vec_slice(vec_f32('[1, 2, 3]'), 0, 2)",
     "evidence_docset_with": "SELECT evidence_docset_with(NULL, 7)",
     "evidence_docset_without": "SELECT evidence_docset_without(x'07000900', 7)",
+    "evidence_eligible_count": "SELECT evidence_eligible_count('team-a', 'v1', 0)",
 }
 
 

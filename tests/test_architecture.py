@@ -126,6 +126,8 @@ FROZEN = {
     "pyevidence/storage/migrations/schema_v2.sql",
     "pyevidence/storage/migrations/schema_v3.sql",
     "pyevidence/storage/migrations/schema_v4.sql",
+    "pyevidence/storage/migrations/schema_v5.sql",
+    "pyevidence/storage/migrations/schema_v6.sql",
 }
 # A path of this tree with a file name extension; placeholders such as schema_vN are not paths.
 NAMED_PATH = re.compile(

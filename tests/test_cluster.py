@@ -240,8 +240,10 @@ def _observe(store: EvidenceStore) -> list[Any]:
     for tenant in ("team-a", "team-b"):
         for revision in ("v1", "v2"):
             for now in (0, 7, 19):
-                for query in ("queue lag", "disk full restart", "Überlauf db worker"):
-                    seen.append(store.retrieve(tenant=tenant, revision=revision, query=query, now=now))
+                for query in ("queue lag", "disk full restart", "Überlauf db worker", "nothing matches"):
+                    for method in ("index", "scan"):
+                        asked = dict(tenant=tenant, revision=revision, query=query, now=now, method=method)
+                        seen.append(store.retrieve(**asked))
         for record_id in ("r1", "r2", "r3", "r4"):
             history = store.history(tenant=tenant, record_id=record_id)
             seen.append(history)
@@ -258,7 +260,8 @@ def test_a_cluster_answers_exactly_as_a_file_store(
     cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, operations: list[tuple[str, Any]]
 ) -> None:
     """Same operations, same results: hits with their scores, versions and hashes,
-    eligible counts, histories, citations and verification."""
+    eligible counts (also where nothing matches), histories, citations and verification,
+    through the token index and through the scan."""
     path = tmp_path_factory.mktemp("file") / "evidence.db"
     with EvidenceStore(cluster.url()) as on_cluster, EvidenceStore(path, engine="python") as on_file:
         assert on_cluster.engine == "cluster"

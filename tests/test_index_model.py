@@ -324,6 +324,8 @@ TestPythonIndex = PythonIndexMachine.TestCase
 
 
 SEARCH = "SELECT * FROM evidence_search(?, ?, ?, ?, ?)"
+# evidence_eligible_count from the index, beside the rows evidence_eligible yields
+COUNT = "SELECT evidence_eligible_count(?1, ?2, ?3), (SELECT count(*) FROM evidence_eligible(?1, ?2, ?3))"
 
 
 def search_fields(hit: Any) -> tuple[Any, ...]:
@@ -392,6 +394,8 @@ def test_evidence_search_returns_what_retrieve_returns(
                 expected = [(*search_fields(h), result.eligible_count) for h in scan]
                 assert list(result) == list(scan)
                 assert list(rows.rows) == expected, (tenant, revision, now, query, limit)
+                counted = store.query(COUNT, [tenant, revision, now]).rows
+                assert counted == ((result.eligible_count, result.eligible_count),)
 
 
 @needs_native
@@ -432,3 +436,52 @@ def test_evidence_search_argument_errors_name_the_argument(args: list[Any], argu
         )
         if args[4:] in ([0], [11], [-1]):
             assert f"limit must be from 1 to 10, got {args[4]}" in message
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("args", "argument", "wanted"),
+    [
+        ([1, "v", 0], "tenant", "text"),
+        ([None, "v", 0], "tenant", "text"),
+        (["t", b"v", 0], "revision", "text"),
+        (["t", "v", "0"], "now", "an integer"),
+        (["t", "v", 0.5], "now", "an integer"),
+        (["t", "v", None], "now", "an integer"),
+    ],
+)
+def test_evidence_eligible_count_argument_errors_name_the_argument(
+    args: list[Any], argument: str, wanted: str
+) -> None:
+    with EvidenceStore(":memory:", engine="native") as store:
+        store.put(tenant="t", record_id="r", revision="v", kind="runbook", body="q", source="s", expires_at=9)
+        with pytest.raises(StoreError, match=rf"evidence_eligible_count\(\): {argument} must be {wanted}"):
+            store.query("SELECT evidence_eligible_count(?, ?, ?)", args)
+        assert store.query("SELECT evidence_eligible_count('t', 'v', 8.0)").rows == ((1,),)
+        assert store.query("SELECT evidence_eligible_count('t', 'v', 9)").rows == ((0,),)
+        assert store.query("SELECT evidence_eligible_count('t', 'no such revision', 0)").rows == ((0,),)
+
+
+@needs_native
+def test_the_cluster_search_statement_reads_the_index_not_the_rows() -> None:
+    """The cluster's retrieve statement (cluster_engine.SEARCH_SQL) gives the scan
+    statement's rows, and its plan runs the search once and looks up each hit by key:
+    no walk of the tenant's rows, no copy of the evidence view."""
+    from pyevidence.storage.engines.cluster_engine import RANK_SQL, SEARCH_SQL
+
+    with EvidenceStore(":memory:", engine="native") as store:
+        store.put_many(
+            [
+                Record("t", f"r{n:03d}", "v", "runbook", f"queue lag w{n % 7} x{n % 3}", "s", 10 + n % 4)
+                for n in range(300)
+            ]
+        )
+        for query in ("queue", "w3 x1", "lag w6", "nothing", ""):
+            for now in (0, 11, 13):
+                args = ["t", "v", now, query, 10]
+                assert store.query(SEARCH_SQL, args).rows == store.query(RANK_SQL, args).rows, (query, now)
+        plan = [row[-1] for row in store.query("EXPLAIN QUERY PLAN " + SEARCH_SQL, ["t", "v", 0, "q", 10]).rows]
+        assert not any(step.startswith("MATERIALIZE evidence") for step in plan), plan
+        search = next(i for i, step in enumerate(plan) if "VIRTUAL TABLE" in step)
+        lookup = next(i for i, step in enumerate(plan) if "(tenant=? AND record_id=?)" in step)
+        assert search < lookup, plan

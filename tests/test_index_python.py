@@ -16,27 +16,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import rich_text
+from tables import index_rows
 
 from pyevidence import EvidenceStore, StoreError, native_available
 from pyevidence.core.records import Record
 from pyevidence.storage import sql_functions
-from pyevidence.storage.index.rebuild import INDEX_TABLES
 
 WORDS = ["queue", "QUEUE", "lag", "disk", "ok", "i", "k", "\u0130", "\u212a", "\x00", "-"]
 EXPIRIES = [0, 1, 255, 256, 65_535, 65_536, 1000, 2**32, 2**40 + 7, 2**63 - 1]
 NOWS = [-(2**63), -1, 0, 1, 255, 256, 999, 1000, 65_536, 2**32, 2**63 - 2, 2**63 - 1]
 QUERIES = ["queue", "queue lag", "lag disk ok i k", "kelvin k istanbul", "nothing", "i \u0130 - x"]
-
-
-def index_rows(path: Path) -> dict[str, list[tuple[Any, ...]]]:
-    conn = sqlite3.connect(path)
-    try:
-        return {
-            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall()
-            for table in INDEX_TABLES
-        }
-    finally:
-        conn.close()
 
 
 def record(tenant: str, record_id: str, revision: str, body: str, expires_at: int) -> Record:
@@ -203,3 +192,23 @@ def test_an_index_out_of_step_is_named_with_reindex(tmp_path: Path) -> None:
         assert answer(store, "a", "v1", 0, "queue", 10, "index") == answer(
             store, "a", "v1", 0, "queue", 10, "scan"
         )
+
+
+def test_large_batches_write_the_native_engines_bitsets() -> None:
+    """Batches big enough that a chunk's docset becomes a bitset, both for documents new to
+    their scope and for kept documents gaining and losing tokens in the same chunk."""
+    first = [record("a", f"r{n:04d}", "v1", f"queue lag w{n % 40}", 10 + n % 5) for n in range(3000)]
+    second = (
+        [record("a", f"r{n:04d}", "v2", "queue moved", 10) for n in range(0, 300)]  # into a new scope
+        + [record("a", f"r{n:04d}", "v1", f"queue extra w{n % 7}", 12) for n in range(300, 700)]  # changed
+        + [record("a", f"r{n:04d}", "v1", "extra lag", 11) for n in range(3000, 3500)]  # new, same chunk
+    )
+    with stores([("put_many", first), ("put_many", second)]) as opened:
+        tables = {engine: index_rows(path) for engine, (path, _) in opened.items()}
+        assert tables["python"] == tables.get("native", tables["python"])
+        python = opened["python"][1]
+        assert python.check_index().ok
+        for query in ("queue", "extra", "extra lag w3", "moved"):
+            for revision in ("v1", "v2"):
+                scan = answer(python, "a", revision, 11, query, 10, "scan")
+                assert answer(python, "a", revision, 11, query, 10, "index") == scan

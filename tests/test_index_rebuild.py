@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tables import index_rows
 
 from pyevidence import EvidenceStore, SchemaError
 from pyevidence.core.tokens import token_set
@@ -62,17 +63,6 @@ def user_version(path: Path) -> int:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     conn.close()
     return version
-
-
-def index_rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
-    conn = sqlite3.connect(path)
-    try:
-        return {
-            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall()
-            for table in INDEX_TABLES
-        }
-    finally:
-        conn.close()
 
 
 def brute_force(
@@ -128,7 +118,7 @@ def test_a_version_4_store_is_upgraded_with_its_index_built(engine: str, tmp_pat
     v4_store(path)
     seen: list[tuple[int, int]] = []
     with EvidenceStore(path, engine=engine, progress=lambda done, total: seen.append((done, total))) as store:
-        assert user_version(path) == schema.SCHEMA_VERSION == 6
+        assert user_version(path) == schema.SCHEMA_VERSION == 7
         assert_index_is_correct(store, path)
     total = len(ROWS) + 1  # the moved record counts once, the forgotten one not at all
     assert seen[0] == (0, total) and seen[-1] == (total, total)
@@ -140,12 +130,14 @@ def test_a_version_4_store_is_upgraded_with_its_index_built(engine: str, tmp_pat
     conn.close()
 
 
-def test_a_version_3_store_is_upgraded_to_6_with_its_index_built(engine: str, tmp_path: Path) -> None:
+def test_a_version_3_store_is_upgraded_to_the_current_version_with_its_index_built(
+    engine: str, tmp_path: Path
+) -> None:
     path = tmp_path / "v3.db"
     shutil.copy(FIXTURES / "v3_store.db", path)
     seen: list[tuple[int, int]] = []
     with EvidenceStore(path, engine=engine, progress=lambda done, total: seen.append((done, total))) as store:
-        assert user_version(path) == 6
+        assert user_version(path) == schema.SCHEMA_VERSION
         checked = store.check_index()
         assert checked.ok and checked.records_checked > 0, checked.problems
         assert seen[-1] == (checked.records_checked, checked.records_checked)
@@ -219,7 +211,7 @@ def test_a_failure_during_the_build_leaves_the_file_at_version_4(
     monkeypatch.setattr(maintain, "_DOC_INSERT_SQL", "INSERT INTO no_such_table VALUES (?, ?, ?, ?)")
     with pytest.raises(
         SchemaError,
-        match=r"could not be upgraded from pyevidence schema version 4 to 6 "
+        match=r"could not be upgraded from pyevidence schema version 4 to 7 "
         r"\(building the token index\), and is left as it was",
     ):
         EvidenceStore(path, engine=engine)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import re
+import sys
 
 import pytest
 from hypothesis import given
@@ -49,3 +51,21 @@ def test_token_spans_are_the_tokens_where_they_stand(text: str) -> None:
 
 def test_token_spans_by_example() -> None:
     assert token_spans("\u0130stanbul QUEUE") == [(0, 1, "i"), (1, 8, "stanbul"), (9, 14, "queue")]
+
+
+def _regex_tokens(text: str) -> list[str]:
+    """The rule as its docstring states it: runs of [a-z0-9] in the lowered text."""
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def test_tokens_follow_the_rule_for_every_code_point() -> None:
+    """tokens() works on bytes, not on a regex: every code point, lone surrogates included,
+    between and beside token characters, splits or joins exactly as the rule says."""
+    for code in range(sys.maxunicode + 1):
+        text = f"a{chr(code)}b {chr(code)}Z9{chr(code)}"
+        assert tokens(text) == _regex_tokens(text), hex(code)
+
+
+@given(st.text(alphabet=st.characters(exclude_categories=()) | st.sampled_from("İIi\u212aaZ9 -Σσ\x00")))
+def test_tokens_follow_the_rule_on_any_text(text: str) -> None:
+    assert tokens(text) == _regex_tokens(text)

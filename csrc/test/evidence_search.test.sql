@@ -41,6 +41,15 @@ SELECT group_concat(record_id || ':' || score, ',') = 'rb-queue:4,inc-new:2,inc-
 SELECT group_concat(record_id, ',') = 'rb-queue' FROM evidence_search('team-a', 'v1', 99, 'consumer', 5);
 SELECT count(*) = 0 FROM evidence_search('team-a', 'v1', 99, 'nothing matches', 5);
 SELECT count(*) = 0 FROM evidence_search('team-c', 'v1', 0, 'queue', 5);
+-- The eligible count, also where nothing matches: the rows evidence_eligible yields.
+SELECT evidence_eligible_count('team-a', 'v1', 99) = 3 AND evidence_eligible_count('team-a', 'v1', 100) = 2
+   AND evidence_eligible_count('team-a', 'v1', 100.0) = 2 AND evidence_eligible_count('team-a', 'v1', 1000) = 0
+   AND evidence_eligible_count('team-c', 'v1', 0) = 0
+   AND evidence_eligible_count('team-a', 'v1', 99) = (SELECT count(*) FROM evidence_eligible('team-a', 'v1', 99));
+-- error: evidence_eligible_count(): revision must be text, got NULL
+SELECT evidence_eligible_count('team-a', NULL, 0);
+-- error: evidence_eligible_count(): now must be an integer, got real 0.5 (not a whole number)
+SELECT evidence_eligible_count('team-a', 'v1', 0.5);
 SELECT count(*) = 1 FROM evidence_search('team-a', 'v1', 99, 'queue', 1);
 -- Every column, and the eligible count of the scope at now.
 SELECT revision = 'v1' AND kind = 'runbook' AND citation = 'runbook://queue/v1'

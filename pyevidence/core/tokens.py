@@ -15,10 +15,19 @@ import re
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
+# tokens() finds the same runs as _TOKEN without a regex, about a third faster on the
+# bodies every put indexes: in the UTF-8 of the lowered text every byte that is not an
+# ASCII letter or digit becomes a space (the bytes of a non-ASCII character are all
+# 0x80 or above, so they separate tokens as the character does), then split().
+# tests/test_token_rule.py proves it equal to token_spans(), which uses _TOKEN.
+_TOKEN_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
+_SEPARATE = bytes(byte if byte in _TOKEN_BYTES else 0x20 for byte in range(256))
+
 
 def tokens(text: str) -> list[str]:
     """Every token of ``text`` in order, repeats included."""
-    return _TOKEN.findall(text.lower())
+    # surrogatepass: a lone surrogate (possible in a query) separates tokens too
+    return text.lower().encode("utf-8", "surrogatepass").translate(_SEPARATE).decode("ascii").split()
 
 
 def token_set(text: str) -> frozenset[str]:

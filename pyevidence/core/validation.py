@@ -96,6 +96,19 @@ def record(
 
 
 RECORD_FIELDS = tuple(f.name for f in fields(Record))
+_RECORD_FIELD_SET = frozenset(RECORD_FIELDS)
+
+
+def _wrong_keys(where: str, values: Mapping[Any, Any]) -> None:
+    """Raises the error that names the mapping's missing and unknown keys."""
+    missing = [name for name in RECORD_FIELDS if name not in values]
+    unknown = sorted(str(key) for key in values if key not in _RECORD_FIELD_SET)
+    problems = []
+    if missing:
+        problems.append(f"missing {', '.join(missing)}")
+    if unknown:
+        problems.append(f"unknown {', '.join(unknown)}")
+    raise ValidationError(where, "; ".join(problems))
 
 
 def records(items: Any, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
@@ -113,15 +126,8 @@ def records(items: Any, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
         values = {name: getattr(item, name) for name in RECORD_FIELDS} if isinstance(item, Record) else item
         if not isinstance(values, Mapping):
             raise ValidationError(where, f"must be a mapping or a Record, got {type(item).__name__}")
-        missing = [name for name in RECORD_FIELDS if name not in values]
-        unknown = sorted(str(key) for key in values if key not in RECORD_FIELDS)
-        problems = []
-        if missing:
-            problems.append(f"missing {', '.join(missing)}")
-        if unknown:
-            problems.append(f"unknown {', '.join(unknown)}")
-        if problems:
-            raise ValidationError(where, "; ".join(problems))
+        if values.keys() != _RECORD_FIELD_SET:  # one set comparison: the common case
+            _wrong_keys(where, values)
         try:
             valid = record(**values, limits=limits)
         except ValidationError as exc:

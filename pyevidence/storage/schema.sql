@@ -1,4 +1,4 @@
--- pyevidence schema, version 6. The one definition of the storage layout:
+-- pyevidence schema, version 7. The one definition of the storage layout:
 -- both engines execute this file as-is, and so can a plain SQL user whose
 -- connection has the pyevidence extension loaded (the triggers call its
 -- evidence_sha256() and evidence_utf8_valid()):
@@ -173,11 +173,11 @@ END;
 -- itself, a batch at a time, with the numbers and hashes these triggers would
 -- compute (tests/test_write_path.py proves the rows equal). While its statements
 -- run, and only then, evidence_writer_vouches() is 1 on its connection, and the
--- two triggers that would redo that work step aside: this one, and the check of
--- appended versions below. Everywhere else it is 0: the extension and
--- pyevidence.storage.sql_functions register it so, and every raw SQL write is checked
--- in full. The checks of current rows do not ask it: they hold for every writer
--- (and they run on a connection with none of pyevidence's functions).
+-- triggers that would redo or recheck that work step aside: this one, the check of
+-- appended versions and the checks of current rows below, and the token index's.
+-- Everywhere else it is 0: the extension and pyevidence.storage.sql_functions
+-- register it so, and every raw SQL write is checked in full. (A connection with
+-- none of pyevidence's functions cannot write these tables at all: "no such function".)
 -- Every put version appended (by the trigger above, or as a raw next link, which
 -- evidence_versions_are_appended checks) becomes its record's current row.
 CREATE TRIGGER IF NOT EXISTS evidence_versions_point_the_current_row AFTER INSERT ON evidence_versions
@@ -222,9 +222,11 @@ END;
 -- through evidence_put (or that would point a record back at an older version)
 -- is refused. AFTER, not BEFORE: by then an INSERT OR REPLACE has deleted the row
 -- it replaces, and with recursive triggers on, that delete has run forget's
--- trigger, so the check sees the chain as the statement left it.
+-- trigger, so the check sees the chain as the statement left it. The engines' batch
+-- writer, which has just appended that version itself, vouches for its rows and
+-- is spared the two lookups a row (schema version 7: about 6% of put_many).
 CREATE TRIGGER IF NOT EXISTS evidence_insert_is_the_latest_version AFTER INSERT ON evidence_current
-WHEN NOT EXISTS (SELECT 1 FROM evidence_versions AS v
+WHEN NOT evidence_writer_vouches() AND NOT EXISTS (SELECT 1 FROM evidence_versions AS v
                   WHERE v.tenant = NEW.tenant AND v.chain_seq = NEW.chain_seq AND v.record_id = NEW.record_id
                     AND v.operation = 'put' AND v.revision = NEW.revision AND v.expires_at = NEW.expires_at
                     AND v.seq = (SELECT max(seq) FROM evidence_versions
@@ -234,7 +236,7 @@ BEGIN
 END;
 
 CREATE TRIGGER IF NOT EXISTS evidence_update_is_the_latest_version AFTER UPDATE ON evidence_current
-WHEN NOT EXISTS (SELECT 1 FROM evidence_versions AS v
+WHEN NOT evidence_writer_vouches() AND NOT EXISTS (SELECT 1 FROM evidence_versions AS v
                   WHERE v.tenant = NEW.tenant AND v.chain_seq = NEW.chain_seq AND v.record_id = NEW.record_id
                     AND v.operation = 'put' AND v.revision = NEW.revision AND v.expires_at = NEW.expires_at
                     AND v.seq = (SELECT max(seq) FROM evidence_versions
@@ -497,4 +499,4 @@ BEGIN
     FROM evidence_versions WHERE tenant = NEW.tenant AND chain_seq = NEW.chain_seq;
 END;
 
-PRAGMA user_version = 6;
+PRAGMA user_version = 7;

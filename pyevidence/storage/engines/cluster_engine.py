@@ -74,7 +74,23 @@ RANK_SQL = (
     "     SELECT record_id, token_overlap(?4, body) AS score"
     "     FROM evidence_eligible(?1, ?2, ?3) LIMIT -1 OFFSET 0)"
     "    WHERE score > 0 ORDER BY score DESC, record_id LIMIT ?5) AS top"
-    "   JOIN evidence AS e ON e.tenant = ?1 AND e.record_id = top.record_id) AS h ON 1"
+    "   CROSS JOIN evidence AS e ON e.tenant = ?1 AND e.record_id = top.record_id) AS h ON 1"
+    " ORDER BY h.score DESC, h.record_id"
+)
+# The same hits and count through the token index: evidence_search ranks, and
+# evidence_eligible_count reads the count from the index too, so that a retrieve
+# costs what it costs the native engine, not a read of every eligible row.
+# The hits join evidence inside their own subquery, as RANK_SQL's do (the view on the
+# right of a LEFT JOIN would be materialized whole), and CROSS JOIN keeps the search
+# outside: the planner would otherwise walk the tenant's rows and search for each.
+SEARCH_SQL = (
+    "SELECT c.n, h.record_id, h.revision, h.kind, h.body, h.source, h.expires_at, h.version,"
+    " h.content_hash, h.score"
+    " FROM (SELECT evidence_eligible_count(?1, ?2, ?3) AS n) AS c"
+    " LEFT JOIN (SELECT e.record_id, e.revision, e.kind, e.body, e.source, e.expires_at, e.version,"
+    "   e.content_hash, s.score"
+    "   FROM evidence_search(?1, ?2, ?3, ?4, ?5) AS s"
+    "   CROSS JOIN evidence AS e ON e.tenant = ?1 AND e.record_id = s.record_id) AS h ON 1"
     " ORDER BY h.score DESC, h.record_id"
 )
 CANDIDATES_SQL = (
@@ -388,11 +404,11 @@ class ClusterEngine:
     def rank_by_tokens(
         self, tenant: str, revision: str, now: int, query: str, limit: int, *, method: str = "index"
     ) -> tuple[tuple[Hit, ...], int]:
-        """The token ranking, by scan for either method: the nodes keep the token index in
-        step (its triggers run there), but a cluster retrieve still scores every eligible
-        row, in one statement; the hits are the same (docs/cluster.md)."""
-        del method
-        rows = self._read("retrieve", RANK_SQL, (tenant, revision, now, query, limit))
+        """The token ranking in one statement on the leader: through the token index (its
+        triggers keep it in step on the nodes), or with method="scan" by scoring every
+        eligible row; the hits are the same (docs/cluster.md)."""
+        sql = RANK_SQL if method == "scan" else SEARCH_SQL
+        rows = self._read("retrieve", sql, (tenant, revision, now, query, limit))
         hits = tuple(hit_from(Candidate(*row[1:9]), row[9]) for row in rows if row[1] is not None)
         return hits, int(rows[0][0])
 

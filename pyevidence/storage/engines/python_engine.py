@@ -208,8 +208,9 @@ class PythonEngine:
             self._vouching = False
 
     def _latest_seqs(self, records: list[Record]) -> dict[tuple[str, str], int]:
-        """The latest seq of each record of the batch (0: none yet), read with one
-        statement per _SEQ_CHUNK records of a tenant (schema.LATEST_SEQ_SQL for many)."""
+        """The latest seq of each record of the batch (0: none yet): schema.LATEST_SEQ_SQL
+        for a tenant's only record, else one statement per _SEQ_CHUNK records of a tenant
+        (the same query over an IN list)."""
         seqs: dict[tuple[str, str], int] = {}
         by_tenant: dict[str, list[str]] = {}
         for r in records:
@@ -217,6 +218,11 @@ class PythonEngine:
                 seqs[r.tenant, r.record_id] = 0
                 by_tenant.setdefault(r.tenant, []).append(r.record_id)
         for tenant, ids in by_tenant.items():
+            if len(ids) == 1:  # one put: a 200-id IN list would cost more than the lookup
+                seqs[tenant, ids[0]] = (
+                    self._conn.execute(schema.LATEST_SEQ_SQL, (tenant, ids[0])).fetchone()[0] or 0
+                )
+                continue
             for i in range(0, len(ids), _SEQ_CHUNK):
                 chunk = ids[i : i + _SEQ_CHUNK]
                 chunk += chunk[:1] * (_SEQ_CHUNK - len(chunk))  # one statement text: cached

@@ -17,9 +17,12 @@ scope the batch touched is read and written once.
 from __future__ import annotations
 
 import sqlite3
+import sys
 import time
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from operator import itemgetter
 from typing import Any
 
 from ...core.errors import StoreError
@@ -114,6 +117,9 @@ class _Scope:
 
 # Postings changes: (scope, chunk) -> token -> the numbers doc & 4095 gaining or losing it.
 _Changes = dict[tuple[int, int], defaultdict[str, list[int]]]
+# The documents entering their scope: (scope, chunk) -> token -> their numbers doc & 4095
+# packed as they were numbered, ascending, two bytes each: the docset's list encoding.
+_Entered = dict[tuple[int, int], defaultdict[str, bytearray]]
 
 
 class IndexBatch:
@@ -123,7 +129,7 @@ class IndexBatch:
         self._conn = conn
         self._scopes: dict[tuple[str, str], _Scope | None] = {}
         self._next_scope = 0  # 0: max(scope) not read yet
-        self._fresh: _Changes = {}  # documents entering their scope in this batch
+        self._fresh: _Entered = {}  # documents entering their scope in this batch
         self._adds: _Changes = {}  # kept documents gaining a token
         self._removes: _Changes = {}
         self._expiry: dict[tuple[int, int], int] = {}  # (scope, expires_at) -> rows gained
@@ -180,7 +186,15 @@ class IndexBatch:
         scope.next_doc += 1
         scope.docs += 1
         self._doc_inserts.append((scope.number, record_id, doc, expires_at))
-        self._queue(self._fresh, scope.number, doc, tokens)
+        key = (scope.number, doc >> CHUNK_BITS)
+        by_token = self._fresh.get(key)
+        if by_token is None:
+            by_token = self._fresh[key] = defaultdict(bytearray)
+        # A scope numbers the documents it gains in order, so each token's numbers stay
+        # ascending: appending the packed number keeps the list encoding of the docset.
+        packed = _PACKED[doc & LOW_MASK]
+        for numbers in map(by_token.__getitem__, tokens):
+            numbers += packed
         self._count_expiry(scope.number, expires_at, 1)
 
     def _queue(self, changes: _Changes, scope: int, doc: int, tokens: Iterable[str]) -> None:
@@ -265,27 +279,29 @@ class IndexBatch:
         gains documents new to its scope (numbered above every one it holds) is
         appended to in one statement, unread; any other is read (a statement per
         _READ_CHUNK of them), changed, and written or deleted when empty."""
-        appends: list[tuple[int, str, int, bytes]] = []
+        appends: defaultdict[int, list[tuple[int, str, int, bytes]]] = defaultdict(list)  # by scope
         writes: list[tuple[int, str, int, bytes]] = []
         deletes: list[tuple[int, str, int]] = []
         fresh, adds, removes = self._fresh, self._adds, self._removes
         none: Mapping[str, list[int]] = {}
+        nothing_entered: Mapping[str, bytearray] = {}
         for key in sorted(fresh.keys() | adds.keys() | removes.keys()):
             scope, chunk = key
-            entered = fresh.get(key, none)
+            entered = fresh.get(key, nothing_entered)
             gained = adds.get(key, none)
             lost = removes.get(key, none)
             changed = gained.keys() | lost.keys()
-            for token, numbers in entered.items():
+            appended = appends[scope].append
+            for token, packed in entered.items():
                 if token not in changed:
-                    appends.append((scope, token, chunk, _encoded(numbers)))
+                    appended((scope, token, chunk, _entered_docset(packed)))
             if not changed:
                 continue
             tokens = sorted(changed)
             found = self._docsets(scope, chunk, tokens)
             for token in tokens:
                 blob = found.get(token)
-                more = gained.get(token, []) + entered.get(token, [])
+                more = gained.get(token, []) + _unpacked(entered.get(token))
                 try:
                     docs = _changed(blob, more, lost.get(token))
                 except docsets.DocsetError:
@@ -299,9 +315,11 @@ class IndexBatch:
             executemany(_POSTING_DELETE_SQL, deletes)
         if writes:
             executemany(_POSTING_WRITE_SQL, writes)
-        if appends:
-            appends.sort()
-            executemany(_POSTING_APPEND_SQL, appends)
+        for scope in sorted(appends):
+            # key order: by token, then chunk, as the stable sort keeps the walk's chunk order
+            rows = appends[scope]
+            rows.sort(key=_token_of)
+            executemany(_POSTING_APPEND_SQL, rows)
 
     def _docsets(self, scope: int, chunk: int, tokens: list[str]) -> dict[str, bytes]:
         """The stored docsets of (scope, token, chunk) for ``tokens``: token -> blob."""
@@ -319,11 +337,16 @@ class IndexBatch:
 
     def _apply_expiry(self) -> None:
         deltas: dict[tuple[int, int, int], int] = {}
-        for (scope, expires_at), delta in self._expiry.items():
-            if delta:
-                for level in LEVELS:
-                    key = (scope, level, expires_at >> (8 * level))  # expires_at >= 0 (schema.sql CHECK)
-                    deltas[key] = deltas.get(key, 0) + delta
+        # level 0 counts by expires_at; each level above sums 256 buckets of the one below
+        # (expires_at >= 0, schema.sql CHECK), so it is summed from that level, not per row
+        below = {key: delta for key, delta in self._expiry.items() if delta}
+        for level in LEVELS:
+            above: dict[tuple[int, int], int] = {}
+            for (scope, bucket), delta in below.items():
+                deltas[scope, level, bucket] = delta
+                up = (scope, bucket >> 8)
+                above[up] = above.get(up, 0) + delta
+            below = {key: delta for key, delta in above.items() if delta}
         adds = sorted((*key, delta) for key, delta in deltas.items() if delta > 0)
         if adds:
             self._conn.executemany(_EXPIRY_ADD_SQL, adds)
@@ -367,12 +390,32 @@ def _changed(blob: bytes | None, gained: list[int] | None, lost: list[int] | Non
     return docsets.encode_numbers(numbers)
 
 
-_SINGLES = [n.to_bytes(2, "little") for n in range(docsets.CHUNK_DOCS)]
+_token_of = itemgetter(1)
+_BIG_ENDIAN = sys.byteorder == "big"
+_PACKED = [n.to_bytes(2, "little") for n in range(docsets.CHUNK_DOCS)]
+_MAX_LISTED_BYTES = 2 * docsets.MAX_LISTED
 
 
-def _encoded(numbers: list[int]) -> bytes:
-    """docsets.encode_numbers, with the one-number docset of most batches looked up."""
-    return _SINGLES[numbers[0]] if len(numbers) == 1 else docsets.encode_numbers(numbers)
+def _entered_docset(packed: bytearray) -> bytes:
+    """The docset of the documents a batch entered into a chunk: their packed numbers are
+    already the list encoding, unless there are too many for a list."""
+    if len(packed) <= _MAX_LISTED_BYTES:
+        return bytes(packed)
+    # more numbers than a list holds: the bitset, set bit by bit (cheaper than big ints)
+    bits = bytearray(docsets.BITSET_BYTES)
+    for n in _unpacked(packed):
+        bits[n >> 3] |= 1 << (n & 7)
+    return bytes(bits)
+
+
+def _unpacked(packed: bytearray | None) -> list[int]:
+    """The numbers packed two little-endian bytes each (None: none)."""
+    if not packed:
+        return []
+    numbers = array("H", packed)
+    if _BIG_ENDIAN:
+        numbers.byteswap()
+    return numbers.tolist()
 
 
 def build(conn: sqlite3.Connection, progress: Progress | None = None, *, batch: int) -> IndexRebuild:

@@ -8,7 +8,7 @@
 -- that reads the content from evidence_versions (schema.sql says why).
 --
 -- 1. evidence_versions keeps its rows. Its CHECKs get version 6's shortcut for
---    blank text: the same rule (tests/test_upgrade_v6.py proves the expressions
+--    blank text: the same rule (tests/test_upgrade.py proves the expressions
 --    agree), so every stored row keeps it, and the table's text is edited in place,
 --    as SQLite's documentation allows for a change of CHECK constraints ("Making
 --    Other Kinds Of Table Schema Changes", lang_altertable.html): no version is

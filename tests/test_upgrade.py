@@ -1,6 +1,7 @@
-"""Schema version 6: each body is stored once (evidence is a view of the current pointer
-and the history), its cheaper blank-text CHECKs keep version 5's rule exactly, and a
-version 5 store upgrades in place with every row kept and everything still verifying."""
+"""The recent schema upgrades. Version 6 stores each body once (evidence is a view of the
+current pointer and the history), and its cheaper blank-text CHECKs keep version 5's rule
+exactly; version 7 lets the engines' own writer skip the current rows' checks. A store of
+version 5 or 6 upgrades in place with every row kept and everything still verifying."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import sqlite3
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tables import table_rows
 
 from pyevidence import EvidenceStore, Record
 from pyevidence.core import validation
@@ -39,11 +42,12 @@ ROWS = [
 ]
 
 
-def v5_store(path: Path) -> None:
-    """A version 5 store as 0.5's schema made it, written through raw SQL."""
+def old_store(path: Path, version: int) -> None:
+    """A store of an earlier schema version as that version's schema made it, written
+    through raw SQL."""
     conn = sqlite3.connect(path)
     sql_functions.register(conn)
-    conn.executescript((MIGRATIONS / "schema_v5.sql").read_text(encoding="utf-8"))
+    conn.executescript((MIGRATIONS / f"schema_v{version}.sql").read_text(encoding="utf-8"))
     conn.executemany("INSERT INTO evidence_put VALUES (?, ?, ?, ?, ?, ?, ?)", ROWS)
     conn.execute("INSERT INTO evidence_put VALUES ('team-a', 'queue', 'v1', 'runbook', 'queue 2', 's', 9)")
     conn.execute("INSERT INTO evidence_put VALUES ('team-a', 'gone', 'v1', 'working', 'queue gone', 's', 9)")
@@ -58,16 +62,13 @@ def v5_store(path: Path) -> None:
 
 
 def all_rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
-    conn = sqlite3.connect(path)
-    try:
-        return {table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall() for table in TABLES}
-    finally:
-        conn.close()
+    return table_rows(path, TABLES)
 
 
-def test_a_version_5_store_is_upgraded_with_every_row_kept(engine: str, tmp_path: Path) -> None:
-    path = tmp_path / "v5.db"
-    v5_store(path)
+@pytest.mark.parametrize("version", [5, 6])
+def test_an_earlier_store_is_upgraded_with_every_row_kept(engine: str, tmp_path: Path, version: int) -> None:
+    path = tmp_path / f"v{version}.db"
+    old_store(path, version)
     before = all_rows(path)
     assert before["evidence_vectors"] and before["evidence_index_postings"]
     with EvidenceStore(path, engine=engine) as store:
@@ -87,7 +88,7 @@ def test_a_version_5_store_is_upgraded_with_every_row_kept(engine: str, tmp_path
         )
     assert all_rows(path) != before  # the put above landed
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,) == (6,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,) == (7,)
         assert frozenset(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")) == (
             schema.expected_objects()
         )
@@ -120,9 +121,10 @@ def _record(record_id: str, body: str) -> Record:
     )
 
 
-def test_the_upgrade_itself_changes_no_row(tmp_path: Path) -> None:
-    path = tmp_path / "v5.db"
-    v5_store(path)
+@pytest.mark.parametrize("version", [5, 6])
+def test_the_upgrade_itself_changes_no_row(tmp_path: Path, version: int) -> None:
+    path = tmp_path / f"v{version}.db"
+    old_store(path, version)
     before = all_rows(path)
     EvidenceStore(path, engine="python").close()
     assert all_rows(path) == before
