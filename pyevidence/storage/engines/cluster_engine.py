@@ -74,7 +74,7 @@ RANK_SQL = (
     "     SELECT record_id, token_overlap(?4, body) AS score"
     "     FROM evidence_eligible(?1, ?2, ?3) LIMIT -1 OFFSET 0)"
     "    WHERE score > 0 ORDER BY score DESC, record_id LIMIT ?5) AS top"
-    "   CROSS JOIN evidence AS e ON e.tenant = ?1 AND e.record_id = top.record_id) AS h ON 1"
+    "   JOIN evidence AS e ON e.tenant = ?1 AND e.record_id = top.record_id) AS h ON 1"
     " ORDER BY h.score DESC, h.record_id"
 )
 # The same hits and count through the token index: evidence_search ranks, and
