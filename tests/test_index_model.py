@@ -480,7 +480,8 @@ def test_the_cluster_search_statement_reads_the_index_not_the_rows() -> None:
             for now in (0, 11, 13):
                 args = ["t", "v", now, query, 10]
                 assert store.query(SEARCH_SQL, args).rows == store.query(RANK_SQL, args).rows, (query, now)
-        plan = [row[-1] for row in store.query("EXPLAIN QUERY PLAN " + SEARCH_SQL, ["t", "v", 0, "q", 10]).rows]
+        explained = store.query("EXPLAIN QUERY PLAN " + SEARCH_SQL, ["t", "v", 0, "q", 10])
+        plan = [row[-1] for row in explained.rows]
         assert not any(step.startswith("MATERIALIZE evidence") for step in plan), plan
         search = next(i for i, step in enumerate(plan) if "VIRTUAL TABLE" in step)
         lookup = next(i for i, step in enumerate(plan) if "(tenant=? AND record_id=?)" in step)
