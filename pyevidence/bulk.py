@@ -377,9 +377,15 @@ def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
+# A UTF-8 byte order mark, which spreadsheets and Windows editors put before the first line.
+_BOM = b"\xef\xbb\xbf"
+
+
 def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
     for number, raw in enumerate(handle, start=1):
         where = f"line {number}"
+        if number == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -408,17 +414,46 @@ def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
 _WHOLE_NUMBER = re.compile(r"-?[0-9]{1,19}")
 
 
+def _text_lines(handle: IO[bytes], bad: list[tuple[int, int]]) -> Iterator[str]:
+    """The file's lines, decoded one at a time, as csv reads them (a line ends at \\n, \\r\\n
+    or \\r), the first without a byte order mark. A line that is not UTF-8 is noted in
+    ``bad`` as (its number, the offset of its first bad byte) and read as an empty line, so
+    reading goes on and every later line keeps its number."""
+    number = 0
+    for raw in handle:
+        if number == 0 and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]
+        for piece in raw.splitlines(keepends=True) if b"\r" in raw else (raw,):
+            number += 1
+            try:
+                yield piece.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad.append((number, exc.start))
+                yield "\n"
+
+
+def _not_utf8(bad: list[tuple[int, int]]) -> Iterator[Row]:
+    """The lines _text_lines found not UTF-8 since the last call, as problems."""
+    for number, start in bad:
+        where = f"line {number}"
+        yield where, Problem(where, None, f"is not UTF-8 (byte {start})")
+    bad.clear()
+
+
 def _csv_rows(handle: IO[bytes], limits: Limits) -> Iterator[Row]:
-    text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")  # spreadsheets write a BOM
+    bad: list[tuple[int, int]] = []
     # A field may be as long as a body put() accepts (limits count bytes, csv counts characters);
     # the csv limit is process-wide, so the previous one is restored when reading ends.
     previous_limit = csv.field_size_limit(max(limits.max_body_bytes, csv.field_size_limit()))
     try:
-        reader = csv.reader(text, strict=True)
+        reader = csv.reader(_text_lines(handle, bad), strict=True)
         try:
             header = next(reader, None)
-        except (csv.Error, UnicodeDecodeError) as exc:
+        except csv.Error as exc:
             yield "line 1", Problem("line 1", None, f"cannot be read as CSV: {exc}")
+            return
+        if bad:
+            yield from _not_utf8(bad)  # without its header the file cannot be read
             return
         if header is None:
             return
@@ -433,9 +468,14 @@ def _csv_rows(handle: IO[bytes], limits: Limits) -> Iterator[Row]:
             where = f"line {previous_end + 1}"
             try:
                 cells = next(reader, None)
-            except (csv.Error, UnicodeDecodeError) as exc:
+            except csv.Error as exc:
+                yield from _not_utf8(bad)
                 yield where, Problem(where, None, f"cannot be read as CSV: {exc}")
                 return
+            if bad:  # a record with a line that is not UTF-8 is that line's problem, not its own
+                yield from _not_utf8(bad)
+                previous_end = reader.line_num
+                continue
             if cells is None:
                 return
             previous_end = reader.line_num
@@ -456,7 +496,6 @@ def _csv_rows(handle: IO[bytes], limits: Limits) -> Iterator[Row]:
             yield where, fields
     finally:
         csv.field_size_limit(previous_limit)
-        text.detach()  # the caller closes the file it opened
 
 
 def _checked(

@@ -124,3 +124,43 @@ def test_a_jsonl_line_naming_a_key_twice_is_a_bad_line(open_store: Any) -> None:
     store = open_store()
     data = ('{"tenant":"b",' + GOOD + ',"expires_at":9}\n').encode()
     assert refused(store, data, "jsonl") == ["line 1: names the key 'tenant' twice; give each field once"]
+
+
+HEADER = b"tenant,record_id,revision,kind,body,source,expires_at\n"
+
+
+def test_a_csv_line_that_is_not_utf8_is_named_and_reading_goes_on(open_store: Any) -> None:
+    """The line that holds the bad byte is named, not line 1, and later bad lines are named too."""
+    store = open_store()
+    data = (
+        HEADER
+        + b"a,r1,v1,runbook,fine,s,5\n"
+        + b"a,r2,v1,runbook,caf\xe9 latin-1,s,5\n"
+        + b'a,r3,v1,runbook,"two\nlines",s,5\n'
+        + b"a,r4,v1,runbook,\xff,s,5\n"
+        + b"a,r5,v1,kind?,fine,s,5\n"
+    )
+    assert refused(store, data, "csv") == [
+        "line 3: is not UTF-8 (byte 19)",
+        "line 6: is not UTF-8 (byte 16)",
+        "line 7: kind: must be one of working, incident, runbook; got 'kind?'",
+    ]
+    assert refused(store, b"tenant,\xffrecord_id\n", "csv") == ["line 1: is not UTF-8 (byte 7)"]
+    assert store.history(tenant="a", record_id="r1") == ()  # nothing written
+
+
+def test_a_byte_order_mark_and_any_line_ending_are_read_in_both_formats(open_store: Any) -> None:
+    store = open_store()
+    jsonl = b"\xef\xbb\xbf{" + GOOD.encode() + b',"expires_at":5}\r\n{' + GOOD.replace('"r"', '"r2"').encode()
+    assert bulk.import_file(store, io.BytesIO(jsonl + b',"expires_at":5}\n'), format="jsonl").written == 2
+    for ending in (b"\n", b"\r\n", b"\r"):
+        csv_data = (
+            b"\xef\xbb\xbf"
+            + HEADER.replace(b"\n", ending)
+            + b'a,c1,v1,runbook,"x'
+            + ending
+            + b'y",s,5'
+            + ending
+        )
+        assert bulk.import_file(store, io.BytesIO(csv_data), format="csv").written == 1
+        assert store.history(tenant="a", record_id="c1")[-1].body == f"x{ending.decode()}y"
