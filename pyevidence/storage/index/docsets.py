@@ -43,14 +43,20 @@ def decode(blob: bytes | None) -> int:
     return bits
 
 
+def unpack(packed: bytes | bytearray) -> list[int]:
+    """The little-endian uint16 numbers of ``packed`` (an even number of bytes), unchecked:
+    a list docset's numbers, or a batch writer's numbers packed the same way."""
+    numbers = array("H", packed)
+    if _BIG_ENDIAN:
+        numbers.byteswap()
+    return numbers.tolist()
+
+
 def listed(blob: bytes) -> list[int]:
     """The numbers of a docset that lists them (fewer than 512 bytes), ascending."""
     if len(blob) % 2 or len(blob) > 2 * MAX_LISTED:
         raise DocsetError(f"not a docset: {len(blob)} bytes")
-    numbers = array("H", blob)
-    if _BIG_ENDIAN:
-        numbers.byteswap()
-    out = numbers.tolist()
+    out = unpack(blob)
     if out and (out[-1] >= CHUNK_DOCS or out != sorted(set(out))):
         raise DocsetError("not a docset: its numbers are not ascending below 4096")
     return out
@@ -59,10 +65,14 @@ def listed(blob: bytes) -> list[int]:
 def encode_numbers(numbers: set[int] | list[int]) -> bytes:
     """The canonical docset of ``numbers`` (distinct, each 0..4095)."""
     if len(numbers) > MAX_LISTED:
-        bits = 0
+        if min(numbers) < 0 or max(numbers) >= CHUNK_DOCS:
+            raise DocsetError("a docset holds document numbers 0..4095 only")
+        # set byte by byte: cheaper than or-ing thousands of 4096-bit integers
+        bitset = bytearray(BITSET_BYTES)
         for n in numbers:
-            bits |= 1 << n
-        return encode(bits)
+            bitset[n >> 3] |= 1 << (n & 7)
+        bits = int.from_bytes(bitset, "little")
+        return encode(bits) if bits.bit_count() <= MAX_LISTED else bytes(bitset)  # repeats in a list
     out = sorted(numbers)
     if out and (out[0] < 0 or out[-1] >= CHUNK_DOCS):
         raise DocsetError("a docset holds document numbers 0..4095 only")

@@ -17,9 +17,7 @@ scope the batch touched is read and written once.
 from __future__ import annotations
 
 import sqlite3
-import sys
 import time
-from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from operator import itemgetter
@@ -391,7 +389,6 @@ def _changed(blob: bytes | None, gained: list[int] | None, lost: list[int] | Non
 
 
 _token_of = itemgetter(1)
-_BIG_ENDIAN = sys.byteorder == "big"
 _PACKED = [n.to_bytes(2, "little") for n in range(docsets.CHUNK_DOCS)]
 _MAX_LISTED_BYTES = 2 * docsets.MAX_LISTED
 
@@ -401,21 +398,12 @@ def _entered_docset(packed: bytearray) -> bytes:
     already the list encoding, unless there are too many for a list."""
     if len(packed) <= _MAX_LISTED_BYTES:
         return bytes(packed)
-    # more numbers than a list holds: the bitset, set bit by bit (cheaper than big ints)
-    bits = bytearray(docsets.BITSET_BYTES)
-    for n in _unpacked(packed):
-        bits[n >> 3] |= 1 << (n & 7)
-    return bytes(bits)
+    return docsets.encode_numbers(docsets.unpack(packed))
 
 
 def _unpacked(packed: bytearray | None) -> list[int]:
     """The numbers packed two little-endian bytes each (None: none)."""
-    if not packed:
-        return []
-    numbers = array("H", packed)
-    if _BIG_ENDIAN:
-        numbers.byteswap()
-    return numbers.tolist()
+    return docsets.unpack(packed) if packed else []
 
 
 def build(conn: sqlite3.Connection, progress: Progress | None = None, *, batch: int) -> IndexRebuild:
