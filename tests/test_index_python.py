@@ -212,3 +212,25 @@ def test_large_batches_write_the_native_engines_bitsets() -> None:
             for revision in ("v1", "v2"):
                 scan = answer(python, "a", revision, 11, query, 10, "scan")
                 assert answer(python, "a", revision, 11, query, 10, "index") == scan
+
+
+def test_batches_over_several_chunks_and_many_scopes_write_the_native_engines_index() -> None:
+    """The native writer groups a batch's changes by scope, token and chunk with a counting
+    sort, or with qsort when a batch spans very many scopes: both must give the Python
+    engine's tables. Changed records in every chunk lose and gain tokens in one batch."""
+    first = [record("a", f"r{n:05d}", "v1", f"queue w{n % 40} k{n % 3}", 10 + n % 5) for n in range(9000)]
+    changed = [record("a", f"r{n:05d}", "v1", f"queue w{n % 41} extra", 11) for n in range(0, 9000, 3)]
+    many_scopes = [record("a", f"s{n:04d}", f"rev{n}", f"alone u{n} x{n % 9}", 12) for n in range(400)]
+    again = [record("a", f"r{n:05d}", "v1", f"lag w{n % 13}", 10) for n in range(1, 9000, 5)]
+    ops = [("put_many", first), ("put_many", changed + many_scopes), ("put_many", again)]
+    with stores(ops) as opened:
+        tables = {engine: index_rows(path) for engine, (path, _) in opened.items()}
+        assert tables["python"] == tables.get("native", tables["python"])
+        assert len(tables["python"]["evidence_index_scopes"]) == 401
+        python = opened["python"][1]
+        assert python.check_index().ok
+        for query in ("queue", "extra w3", "lag w7", "alone u17"):
+            for revision in ("v1", "rev17"):
+                scan = answer(python, "a", revision, 11, query, 10, "scan")
+                for _, store in opened.values():
+                    assert answer(store, "a", revision, 11, query, 10, "index") == scan
