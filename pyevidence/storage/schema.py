@@ -37,9 +37,10 @@ SCHEMA_VERSION = 7
 # saves the pages it changes there, and SQLite moves such a journal to a temporary
 # file once it outgrows 64 KiB, after which every statement writes there: loading 125,000
 # records in batches of 10,000 wrote 3.5 GB through the kernel for a 136 MB file,
-# and 0.8 GB with the journals in memory (docs/performance.md, "Writes"). It also
-# keeps sorts and temporary tables in memory, so a CREATE INDEX of an upgrade
-# sorts in RAM.
+# and 0.8 GB with the journals in memory (docs/performance.md, "Writes"). A
+# statement's journal holds the pages that one statement changed: our writers'
+# statements change a few each. Upgrades run before these settings, so a
+# migration's large statements (DROP TABLE of a history) still spill to disk.
 # secure_delete overwrites freed space with zeros, so forgotten text does not
 # linger in the file's free pages (docs/python-api.md, "Versions and citations").
 # trusted_schema=ON lets schema.sql's triggers call evidence_sha256() on a SQLite
