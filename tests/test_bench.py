@@ -28,7 +28,7 @@ def test_corpus_is_deterministic_and_has_the_promised_shape() -> None:
 
 
 def test_bench_writes_table_json_and_figures(tmp_path: Path) -> None:
-    results = run.run([40], seed=1, puts=40, writes_of=80)
+    results = run.run([40], seed=1, puts=40, writes_of=[80, 160])
     written = report.write(results, tmp_path)
     assert {p.name for p in written} >= {"results.json", "results.md"}
     data = json.loads((tmp_path / "results.json").read_text())
@@ -43,16 +43,17 @@ def test_bench_writes_table_json_and_figures(tmp_path: Path) -> None:
     sizes = size["bytes"]
     assert 0 < sizes["pyevidence"]["token_index"] < sizes["pyevidence"]["file"] and sizes["fts5"] > 0
     assert all(ms > 0 for ms in size["single_put_p50_ms"].values())
-    section = data["writes"]
-    assert section["records"] == 100 and set(section["records_per_s"]) == {
-        "python",
-        "native",
-        "fts5",
-        "plain",
-    }
-    assert all(v > 0 for v in section["records_per_s"].values())
-    assert all(v > 0 for v in section["file_bytes"].values())
-    assert "| FTS5 insert |" in (tmp_path / "results.md").read_text()
+    small, large = data["writes"]
+    assert (small["records"], large["records"]) == (100, 200)
+    for section in (small, large):
+        assert set(section["records_per_s"]) == {"python", "native", "fts5", "plain"}
+        assert all(v > 0 for v in section["records_per_s"].values())
+        assert all(v > 0 for v in section["file_bytes"].values())
+    text = (tmp_path / "results.md").read_text()
+    assert text.count("| FTS5 insert |") == 3  # a table per size, then the two sizes side by side
+    native = large["records_per_s"]["native"] / small["records_per_s"]["native"]
+    assert f"| put_many, native engine | {small['records_per_s']['native']:,.0f} |" in text
+    assert f"| {native:.2f} |" in text
 
 
 def test_the_write_sections_peers_store_the_same_rows(tmp_path: Path) -> None:

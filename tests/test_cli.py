@@ -243,3 +243,18 @@ def test_doctor_reports_engines_and_extension_loading() -> None:
     has_vec = importlib.util.find_spec("sqlite_vec") is not None
     assert (vectors["sqlite_vec"] is not None) is has_vec and vectors["python_vector_ranking"] is True
     assert vectors["native_vector_ranking"] is (has_vec and native["available"])
+
+
+@pytest.mark.parametrize(
+    ("writes", "message"),
+    [
+        ("lots", "writes: must be comma-separated whole numbers, got 'lots'"),
+        ("-5", "writes: must be 0 or sizes of 1 record or more, got '-5'"),
+        ("0,1000", "writes: must be 0 or sizes of 1 record or more, got '0,1000'"),
+        (",", "writes: must be 0 or sizes of 1 record or more, got ','"),
+    ],
+)
+def test_bench_refuses_write_sizes_it_cannot_run(writes: str, message: str, tmp_path: Path) -> None:
+    done = run_cli("bench", "--sizes", "10", "--writes", writes, "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and message in done.stderr
+    assert not (tmp_path / "out").exists()

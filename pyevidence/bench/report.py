@@ -55,8 +55,9 @@ def markdown(results: dict[str, Any]) -> str:
             f"| {engine} | {p['put_per_s']:,.0f} | {p['put_many_per_s']:,.0f} "
             f"| {largest['open_ms'][engine]:.2f} |"
         )
-    if "writes" in results:
-        lines += writes.markdown(results["writes"])
+    for figures in results.get("writes", []):
+        lines += writes.markdown(figures)
+    lines += writes.scale_markdown(results.get("writes", []))
     lines += ["", f"Peak resident memory of the benchmark process: {largest['peak_rss_mib']:.0f} MiB."]
     return "\n".join(lines) + "\n"
 

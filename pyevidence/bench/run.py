@@ -30,7 +30,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -297,10 +297,15 @@ def machine() -> dict[str, Any]:
 
 
 def run(
-    sizes: list[int], seed: int = 7, workdir: Path | None = None, puts: int = 4_000, writes_of: int = 0
+    sizes: list[int],
+    seed: int = 7,
+    workdir: Path | None = None,
+    puts: int = 4_000,
+    writes_of: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """The retrieve figures at each size, put() and put_many() rates, and, with
-    ``writes_of`` eligible records, the write section (bench/writes.py)."""
+    """The retrieve figures at each size, put() and put_many() rates, and the write
+    section (bench/writes.py) at each number of eligible records in ``writes_of``, one
+    size after the other."""
     corpus = Corpus.make(seed)
     total = sum(round(s / 0.8) for s in sizes) + sum(2 * _rounds(s)[0] * _rounds(s)[1] for s in sizes)
     progress = Progress(total)
@@ -315,5 +320,5 @@ def run(
             fts5.unlink()
         results["puts"] = measure_puts(corpus, Path(tmp), puts)
         if writes_of:
-            results["writes"] = writes.measure(corpus, Path(tmp), writes_of)
+            results["writes"] = [writes.measure(corpus, Path(tmp), n) for n in writes_of]
     return results

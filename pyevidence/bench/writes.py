@@ -110,6 +110,14 @@ def measure(corpus: Corpus, tmp: Path, eligible: int, batch: int = 10_000, round
     }
 
 
+_NAMES = {
+    "python": "put_many, Python engine",
+    "native": "put_many, native engine",
+    "fts5": "FTS5 insert",
+    "plain": "plain executemany (floor)",
+}
+
+
 def markdown(figures: dict[str, Any]) -> list[str]:
     per_s, size = figures["records_per_s"], figures["file_bytes"]
     lines = [
@@ -120,15 +128,29 @@ def markdown(figures: dict[str, Any]) -> list[str]:
         "| writer | records/s | vs plain | file MB |",
         "|---|---:|---:|---:|",
     ]
-    names = {
-        "python": "put_many, Python engine",
-        "native": "put_many, native engine",
-        "fts5": "FTS5 insert",
-        "plain": "plain executemany (floor)",
-    }
     for w in WRITERS:
         lines.append(
-            f"| {names[w]} | {per_s[w]:,.0f} | {per_s[w] / per_s['plain']:.3f} | {size[w] / 1e6:.1f} |"
+            f"| {_NAMES[w]} | {per_s[w]:,.0f} | {per_s[w] / per_s['plain']:.3f} | {size[w] / 1e6:.1f} |"
         )
     lines += ["", f"native / FTS5: {figures['native_over_fts5']:.2f}x."]
+    return lines
+
+
+def scale_markdown(sections: list[dict[str, Any]]) -> list[str]:
+    """Each writer's rate at the largest size against its rate at the smallest, when the
+    write section ran at more than one size."""
+    if len(sections) < 2:
+        return []
+    small, large = sections[0], sections[-1]
+    lines = [
+        "",
+        f"Writes at {large['eligible_rows']:,} eligible records against {small['eligible_rows']:,} "
+        "(each size its own rounds, one after the other):",
+        "",
+        f"| writer | records/s at {small['eligible_rows']:,} | at {large['eligible_rows']:,} | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    for w in WRITERS:
+        a, b = small["records_per_s"][w], large["records_per_s"][w]
+        lines.append(f"| {_NAMES[w]} | {a:,.0f} | {b:,.0f} | {b / a:.2f} |")
     return lines

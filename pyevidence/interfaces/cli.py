@@ -58,10 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument(
         "--writes",
-        type=int,
-        default=100_000,
-        metavar="N",
-        help="eligible records for the write section (put_many beside FTS5 and plain SQLite; 0: skip it)",
+        default="100000",
+        metavar="N[,N...]",
+        help="eligible records for the write section (put_many beside FTS5 and plain SQLite), "
+        "comma-separated to compare sizes; 0: skip it",
     )
     p.add_argument(
         "--vectors",
@@ -212,9 +212,15 @@ def _bench(args: argparse.Namespace) -> Any:
         return {"written": [str(out / "vectors.json"), str(out / "vectors.md")]}
     if args.full and 1_000_000 not in sizes:
         sizes.append(1_000_000)
-    if args.writes < 0:
-        raise ValidationError("writes", f"must be 0 or more, got {args.writes}")
-    results = run.run(sorted(sizes), seed=args.seed, writes_of=args.writes)
+    try:
+        writes_of = [int(n) for n in args.writes.split(",") if n.strip()]
+    except ValueError:
+        raise ValidationError(
+            "writes", f"must be comma-separated whole numbers, got {args.writes!r}"
+        ) from None
+    if not writes_of or min(writes_of) < 0 or (0 in writes_of and len(writes_of) > 1):
+        raise ValidationError("writes", f"must be 0 or sizes of 1 record or more, got {args.writes!r}")
+    results = run.run(sorted(sizes), seed=args.seed, writes_of=sorted(n for n in writes_of if n))
     written = report.write(results, Path(args.out))
     sys.stderr.write(report.markdown(results))
     return {"written": [str(p) for p in written]}
