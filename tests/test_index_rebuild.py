@@ -5,6 +5,7 @@ damage (docs/token-index.md)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -377,8 +378,13 @@ def test_cli_upgrades_with_progress_on_stderr_and_reindexes(engine: str, tmp_pat
     assert checked.returncode == 0, checked.stderr
     assert json.loads(checked.stdout)["ok"] is True  # stdout is the JSON only
     assert "pyevidence: built the token index of 8 records in" in checked.stderr  # not a terminal: one line
+    # said before the upgrade starts, which has no bar of its own
+    assert checked.stderr.startswith(
+        f"pyevidence: upgrading {path} from schema version 4 to {schema.SCHEMA_VERSION}, in one transaction"
+    )
     done = cli("reindex", "--db", str(path), "--engine", engine)
     assert done.returncode == 0, done.stderr
+    assert "upgrading" not in done.stderr  # already upgraded: nothing to say
     summary = json.loads(done.stdout)
     assert sorted(summary) == ["postings_rows", "records", "scopes", "seconds"]
     assert (summary["scopes"], summary["records"]) == (3, 8)
@@ -420,3 +426,16 @@ def test_the_progress_bar_draws_in_place_on_a_terminal() -> None:
     bar(4, 4)
     assert screen.text.endswith("\rbuilding the token index [" + "#" * 30 + "] 4/4 records\n")
     assert screen.text.startswith("\rbuilding the token index [" + "-" * 30 + "] 0/4 records")
+
+
+def test_the_header_version_is_read_without_sqlite_and_only_from_database_files(tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
+    v4_store(path)
+    assert schema.version_in_header(path) == schema.upgrade_ahead(path) == 4
+    EvidenceStore(path, engine="python").close()
+    assert schema.version_in_header(path) == schema.SCHEMA_VERSION and schema.upgrade_ahead(path) is None
+    (tmp_path / "notes.txt").write_text("SQLite format 3 is not this file's format\n" * 3)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer came
+    for other in (tmp_path / "notes.txt", tmp_path / "missing.db", tmp_path, fifo):
+        assert schema.version_in_header(other) is None and schema.upgrade_ahead(other) is None

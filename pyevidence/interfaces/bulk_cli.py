@@ -14,7 +14,7 @@ from ..core import validation
 from ..core.errors import ValidationError
 from ..core.records import KINDS
 from ..store import EvidenceStore
-from .progress import IndexProgress
+from .progress import IndexProgress, announce_upgrade
 
 IMPORT_DESCRIPTION = "import records from JSONL or CSV (all or none), or one record per document of a folder"
 EXPORT_DESCRIPTION = "write one tenant's current records (or, with --history, every version) as JSONL"
@@ -113,6 +113,8 @@ def run_import(args: argparse.Namespace) -> dict[str, Any]:
             opened = EvidenceStore(":memory:", engine=args.engine)
         else:
             # Opening may upgrade an older file and build its token index: shown on stderr.
+            if not args.dry_run:
+                announce_upgrade(args.db)
             opened = EvidenceStore(
                 args.db, engine=args.engine, read_only=args.dry_run, progress=IndexProgress()
             )

@@ -19,7 +19,7 @@ from ..core.records import KINDS
 from ..storage import paths
 from ..store import ENGINES, EvidenceStore
 from . import bulk_cli, cluster_node, demo, doctor, mcp_server
-from .progress import IndexProgress
+from .progress import IndexProgress, announce_upgrade
 from .web import serve as web_serve
 
 EXIT_OK, EXIT_STORE, EXIT_INPUT = 0, 1, 2
@@ -171,8 +171,9 @@ def _read_as_it_is(path: str) -> EvidenceStore:
 
 
 def _open(path: str, engine: str) -> EvidenceStore:
-    """A writable store; opening it may upgrade an older file, whose token index is then
-    built with a progress bar on stderr."""
+    """A writable store; opening it may upgrade an older file, which is said on stderr,
+    and whose token index is then built with a progress bar there."""
+    announce_upgrade(path)
     return EvidenceStore(path, engine=engine, progress=IndexProgress())
 
 

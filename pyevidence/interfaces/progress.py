@@ -6,9 +6,12 @@ the build is done, so that logs do not fill with carriage returns.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import TextIO
+
+from ..storage import schema
 
 BAR_WIDTH = 30
 REDRAW_SECONDS = 0.1
@@ -42,3 +45,19 @@ class IndexProgress:
             self._stream.flush()
         if finished:
             self._started = None  # a later build (reindex after an upgrade) reports again
+
+
+def announce_upgrade(path: str | os.PathLike[str], stream: TextIO | None = None) -> None:
+    """Before a writable open: says on stderr that opening will upgrade the file, which
+    can take a while with nothing else to show (the token index, if an upgrade builds it,
+    has its own bar)."""
+    version = schema.upgrade_ahead(path)
+    if version is None:
+        return
+    out = stream if stream is not None else sys.stderr
+    out.write(
+        f"pyevidence: upgrading {os.fspath(path)} from schema version {version} to {schema.SCHEMA_VERSION}, "
+        "in one transaction: half a minute or more per million records; if it is interrupted, "
+        "the file stays as it was\n"
+    )
+    out.flush()
