@@ -352,6 +352,103 @@ static void testSearch(EvidenceStore *p) {
   CHECK(put(p, "team-a", "r0001", "v1", "queue again", 100) == 0);
 }
 
+/* A put_many batch built record by record: the packed fields, their lengths, the expiries. */
+typedef struct Batch {
+  char *zData;
+  size_t nData, nAlloc;
+  size_t aLen[6 * 10000];
+  int64_t aExpires[10000];
+  size_t nRecord;
+} Batch;
+
+static void batchAdd(Batch *b, const char *zId, const char *zRevision, const char *zBody, int64_t expires) {
+  const char *az[6];
+  int i;
+  az[0] = "tg";
+  az[1] = zId;
+  az[2] = zRevision;
+  az[3] = "working";
+  az[4] = zBody;
+  az[5] = "s://x";
+  for (i = 0; i < 6; i++) {
+    size_t n = strlen(az[i]);
+    if (b->nData + n > b->nAlloc) {
+      b->nAlloc = 2 * (b->nData + n) + 4096;
+      b->zData = realloc(b->zData, b->nAlloc);
+      if (b->zData == 0) abort();
+    }
+    memcpy(b->zData + b->nData, az[i], n);
+    b->nData += n;
+    b->aLen[6 * b->nRecord + (size_t)i] = n;
+  }
+  b->aExpires[b->nRecord++] = expires;
+}
+
+static int batchPut(EvidenceStore *p, Batch *b) {
+  int rc = evidence_store_put_many(p, b->zData, b->nData, b->aLen, b->aExpires, b->nRecord);
+  b->nData = 0;
+  b->nRecord = 0;
+  return rc;
+}
+
+/* The index's answers equal the scan's for the queries, in scope (tg, zRevision). */
+static void checkSearch(EvidenceStore *p, const char *zRevision, const char *const *azQuery, int nQuery) {
+  EvidenceRows *a = 0, *b = 0;
+  int q;
+  for (q = 0; q < nQuery; q++) {
+    const char *z = azQuery[q];
+    CHECK(evidence_store_search(p, "tg", 2, zRevision, strlen(zRevision), 11, z, strlen(z), 10, &a) == 0);
+    CHECK(evidence_store_retrieve(p, "tg", 2, zRevision, strlen(zRevision), 11, z, strlen(z), 10, &b) == 0);
+    CHECK(a && b && a->n_rows > 0 && sameRows(a, b));
+    evidence_rows_free(a);
+    evidence_rows_free(b);
+  }
+}
+
+/* Batches large enough to span several 4,096-document chunks, to change documents in
+** all of them (tokens lost and gained in one batch), and to touch 401 scopes at once:
+** the index writer groups the postings by counting passes in the first case and by
+** qsort in the last (evidence_index_write.c, iwSortPostings). Run under ASan too. */
+static void testLargeBatches(EvidenceStore *p) {
+  static const char *const azQuery[] = {"common", "extra w3", "lag w7", "k1 w2", "common k2 lag"};
+  static const char *const azAlone[] = {"alone u17", "x8"}; /* s0017's body: 17 % 9 = 8 */
+  Batch *b = calloc(1, sizeof(Batch));
+  char zId[32], zRevision[32], zBody[64];
+  int n;
+  if (b == 0) abort();
+  for (n = 0; n < 9000; n++) {
+    snprintf(zId, sizeof(zId), "g%05d", n);
+    snprintf(zBody, sizeof(zBody), "common w%d k%d", n % 40, n % 3);
+    batchAdd(b, zId, "v1", zBody, 10 + n % 5);
+  }
+  CHECK(batchPut(p, b) == 0);
+  for (n = 0; n < 9000; n += 3) {
+    snprintf(zId, sizeof(zId), "g%05d", n);
+    snprintf(zBody, sizeof(zBody), "common w%d extra", n % 41);
+    batchAdd(b, zId, "v1", zBody, 12);
+  }
+  for (n = 0; n < 400; n++) {
+    snprintf(zId, sizeof(zId), "s%04d", n);
+    snprintf(zRevision, sizeof(zRevision), "rev%d", n);
+    snprintf(zBody, sizeof(zBody), "alone u%d x%d", n, n % 9);
+    batchAdd(b, zId, zRevision, zBody, 12);
+  }
+  CHECK(batchPut(p, b) == 0);
+  CHECK(count(p, "SELECT count(*) FROM evidence_index_scopes WHERE tenant = 'tg'") == 401);
+  checkSearch(p, "v1", azQuery, 4);
+  checkSearch(p, "rev17", azAlone, 2);
+  for (n = 1; n < 9000; n += 5) {
+    snprintf(zId, sizeof(zId), "g%05d", n);
+    snprintf(zBody, sizeof(zBody), "lag w%d k2", n % 13);
+    batchAdd(b, zId, "v1", zBody, 10);
+  }
+  CHECK(batchPut(p, b) == 0);
+  checkSearch(p, "v1", azQuery, 5);
+  CHECK(count(p, "SELECT count(*) FROM evidence WHERE tenant = 'tg'") == 9400);
+  free(b->zData);
+  free(b);
+}
+
 int main(int argc, char **argv) {
   EvidenceStore *p = 0;
   char *zSchema;
@@ -366,6 +463,7 @@ int main(int argc, char **argv) {
   testSearch(p);
   testNulAndForget(p);
   testPutMany(p);
+  testLargeBatches(p);
   testQuery(p);
   testLoadExtension(p);
   testReadOnlyGate(p);
