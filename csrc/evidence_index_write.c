@@ -121,8 +121,6 @@ struct EvidenceIndexWriter {
   int64_t nextScope; /* 0: not read yet */
   IwPosting *aPost;
   size_t nPost, nPostAlloc;
-  IwPosting *aPostSorted; /* Finish's output, nPostAlloc entries */
-  size_t nPostSortedAlloc;
   char *zArena;
   size_t nArena, nArenaAlloc;
   IwToken *aTok; /* the batch's distinct tokens */
@@ -167,7 +165,6 @@ void evidenceIndexWriterFree(EvidenceIndexWriter *p) {
   iwClearScopes(p);
   sqlite3_free(p->aScope);
   sqlite3_free(p->aPost);
-  sqlite3_free(p->aPostSorted);
   sqlite3_free(p->zArena);
   sqlite3_free(p->aTok);
   sqlite3_free(p->aSlot);
@@ -606,58 +603,58 @@ static size_t iwGroupKey(const IwPosting *o, const IwSortKeys *k) {
   return (size_t)o->order * k->nTok + o->rank;
 }
 
-/* One pass of a stable counting sort of aIn[0..n) into aOut, by xKey, whose values are
-** below nKey; aCount has room for nKey counters. */
-static void iwCountingPass(const IwPosting *aIn, IwPosting *aOut, size_t n, size_t *aCount, size_t nKey,
-                           size_t (*xKey)(const IwPosting *, const IwSortKeys *), const IwSortKeys *pKeys) {
+/* One pass of a stable counting sort: the postings aIn[0..n) (indexes into aPost) into
+** aOut, by xKey, whose values are below nKey; aCount has room for nKey counters. */
+static void iwCountingPass(const IwPosting *aPost, const uint32_t *aIn, uint32_t *aOut, size_t n,
+                           size_t *aCount, size_t nKey, size_t (*xKey)(const IwPosting *, const IwSortKeys *),
+                           const IwSortKeys *pKeys) {
   size_t i, sum = 0;
   memset(aCount, 0, nKey * sizeof(size_t));
-  for (i = 0; i < n; i++) aCount[xKey(&aIn[i], pKeys)]++;
+  for (i = 0; i < n; i++) aCount[xKey(&aPost[aIn[i]], pKeys)]++;
   for (i = 0; i < nKey; i++) {
     size_t c = aCount[i];
     aCount[i] = sum;
     sum += c;
   }
-  for (i = 0; i < n; i++) aOut[aCount[xKey(&aIn[i], pKeys)]++] = aIn[i];
+  for (i = 0; i < n; i++) aOut[aCount[xKey(&aPost[aIn[i]], pKeys)]++] = aIn[i];
 }
 
-/* Sorts the queued postings into the order comparePosting defines, in linear time:
-** the queue is already in seq order, so two stable counting passes, by chunk and then
-** by (scope, token), leave each docset's changes together and in the order they were
-** queued. (qsort took a tenth of put_many's time on batches of 10,000 records.) When
-** the keys span far more values than there are postings (document numbers far apart,
-** or a batch over very many scopes), qsort is the cheaper way. *paOut is aPost or
-** aPostSorted. */
-static int iwSortPostings(EvidenceIndexWriter *p, const IwPosting **paOut) {
+/* The queued postings in the order comparePosting defines, as indexes into aPost, into
+** *paIdx (free it with sqlite3_free). The queue is already in seq order, so two stable
+** counting passes, by chunk and then by (scope, token), leave each docset's changes
+** together and in the order they were queued, in linear time (qsort took a tenth of
+** put_many's time on batches of 10,000 records), and only indexes move: 8 bytes a
+** posting. When the keys span far more values than there are postings (document
+** numbers far apart, or a batch over very many scopes), qsort is the cheaper way. */
+static int iwSortPostings(EvidenceIndexWriter *p, uint32_t **paIdx) {
   int64_t loChunk = INT64_MAX, hiChunk = INT64_MIN;
   uint64_t nGroupWide = (uint64_t)p->nScope * p->nTok;
-  size_t i, nChunk, nGroup, *aCount;
+  size_t i, nChunk, nGroup, nCount, *aCount;
   IwSortKeys keys;
   IwScopeRef *aRef;
-  uint32_t *aOrder;
-  IwPosting *aOut;
+  uint32_t *aIdx, *aTmp, *aOrder;
+  *paIdx = 0;
+  if (p->nPost > UINT32_MAX) return SQLITE_TOOBIG; /* some 4 billion token changes in one batch */
+  aIdx = sqlite3_malloc64(p->nPost * 2 * sizeof(uint32_t));
+  if (aIdx == 0) return SQLITE_NOMEM;
+  aTmp = aIdx + p->nPost;
   for (i = 0; i < p->nPost; i++) {
     int64_t c = p->aPost[i].doc >> EVIDENCE_CHUNK_BITS;
     if (c < loChunk) loChunk = c;
     if (c > hiChunk) hiChunk = c;
+    aIdx[i] = (uint32_t)i;
   }
+  *paIdx = aIdx;
   if ((uint64_t)(hiChunk - loChunk) >= p->nPost + 4096 || nGroupWide > p->nPost + 65536) {
     qsort(p->aPost, p->nPost, sizeof(IwPosting), comparePosting);
-    *paOut = p->aPost;
     return SQLITE_OK;
   }
   nChunk = (size_t)(hiChunk - loChunk) + 1;
   nGroup = (size_t)nGroupWide;
-  if (p->nPostSortedAlloc < p->nPost) {
-    IwPosting *aNew = sqlite3_realloc64(p->aPostSorted, p->nPostAlloc * sizeof(IwPosting));
-    if (aNew == 0) return SQLITE_NOMEM;
-    p->aPostSorted = aNew;
-    p->nPostSortedAlloc = p->nPostAlloc;
-  }
-  aCount = sqlite3_malloc64((nChunk > nGroup ? nChunk : nGroup) * sizeof(size_t) +
-                            p->nScope * (sizeof(IwScopeRef) + sizeof(uint32_t)));
+  nCount = nChunk > nGroup ? nChunk : nGroup;
+  aCount = sqlite3_malloc64(nCount * sizeof(size_t) + p->nScope * (sizeof(IwScopeRef) + sizeof(uint32_t)));
   if (aCount == 0) return SQLITE_NOMEM;
-  aRef = (IwScopeRef *)(aCount + (nChunk > nGroup ? nChunk : nGroup));
+  aRef = (IwScopeRef *)(aCount + nCount);
   aOrder = (uint32_t *)(aRef + p->nScope);
   for (i = 0; i < p->nScope; i++) {
     aRef[i].scope = p->aScope[i].scope;
@@ -668,16 +665,14 @@ static int iwSortPostings(EvidenceIndexWriter *p, const IwPosting **paOut) {
   for (i = 0; i < p->nPost; i++) p->aPost[i].order = aOrder[p->aPost[i].iScope];
   keys.loChunk = loChunk;
   keys.nTok = p->nTok;
-  aOut = p->aPostSorted;
   if (nChunk > 1) {
-    iwCountingPass(p->aPost, aOut, p->nPost, aCount, nChunk, iwChunkKey, &keys);
-    iwCountingPass(aOut, p->aPost, p->nPost, aCount, nGroup, iwGroupKey, &keys);
-    aOut = p->aPost;
+    iwCountingPass(p->aPost, aIdx, aTmp, p->nPost, aCount, nChunk, iwChunkKey, &keys);
+    iwCountingPass(p->aPost, aTmp, aIdx, p->nPost, aCount, nGroup, iwGroupKey, &keys);
   } else {
-    iwCountingPass(p->aPost, aOut, p->nPost, aCount, nGroup, iwGroupKey, &keys);
+    iwCountingPass(p->aPost, aIdx, aTmp, p->nPost, aCount, nGroup, iwGroupKey, &keys);
+    memcpy(aIdx, aTmp, p->nPost * sizeof(uint32_t));
   }
   sqlite3_free(aCount);
-  *paOut = aOut;
   return SQLITE_OK;
 }
 
@@ -689,10 +684,11 @@ static int compareExpiry(const void *pa, const void *pb) {
 }
 
 /* Applies the changes aPost[0..n) to their one docset. */
-static int iwApplyDocset(sqlite3 *db, EvidenceIndexWriter *p, const IwPosting *aPost, size_t n) {
+static int iwApplyDocset(sqlite3 *db, EvidenceIndexWriter *p, const uint32_t *aIdx, size_t n) {
   uint64_t aWord[EVIDENCE_CHUNK_WORDS];
   unsigned char aOut[EVIDENCE_DOCSET_BITSET_BYTES];
-  const IwPosting *o = &aPost[0];
+  const IwPosting *aPost = p->aPost;
+  const IwPosting *o = &aPost[aIdx[0]];
   const IwToken *t = &p->aTok[o->tok];
   const char *zTok = p->zArena + t->off;
   int64_t chunk = o->doc >> EVIDENCE_CHUNK_BITS;
@@ -700,11 +696,11 @@ static int iwApplyDocset(sqlite3 *db, EvidenceIndexWriter *p, const IwPosting *a
   size_t i, nOut;
   int bHad = 0, bOnlyAdds = 1;
   int rc;
-  for (i = 0; i < n; i++) bOnlyAdds &= aPost[i].bAdd;
+  for (i = 0; i < n; i++) bOnlyAdds &= aPost[aIdx[i]].bAdd;
   if (bOnlyAdds) { /* the common case, every new record: one upsert that merges */
     memset(aWord, 0, sizeof(aWord));
     for (i = 0; i < n; i++) {
-      int d = (int)(aPost[i].doc & (EVIDENCE_CHUNK_DOCS - 1));
+      int d = (int)(aPost[aIdx[i]].doc & (EVIDENCE_CHUNK_DOCS - 1));
       aWord[d >> 6] |= (uint64_t)1 << (d & 63);
     }
     nOut = evidenceDocsetEncode(aWord, aOut);
@@ -732,8 +728,8 @@ static int iwApplyDocset(sqlite3 *db, EvidenceIndexWriter *p, const IwPosting *a
   sqlite3_reset(pStmt);
   if (rc != SQLITE_OK) return rc;
   for (i = 0; i < n; i++) {
-    int d = (int)(aPost[i].doc & (EVIDENCE_CHUNK_DOCS - 1));
-    if (aPost[i].bAdd) {
+    int d = (int)(aPost[aIdx[i]].doc & (EVIDENCE_CHUNK_DOCS - 1));
+    if (aPost[aIdx[i]].bAdd) {
       aWord[d >> 6] |= (uint64_t)1 << (d & 63);
     } else {
       aWord[d >> 6] &= ~((uint64_t)1 << (d & 63));
@@ -805,27 +801,27 @@ static int iwApplyScope(sqlite3 *db, EvidenceIndexWriter *p, const IwScope *s) {
 }
 
 int evidenceIndexFinish(sqlite3 *db, EvidenceIndexWriter *p) {
-  uint32_t *aRank = 0;
-  const IwPosting *aPost = p->aPost;
+  uint32_t *aRank = 0, *aIdx = 0;
   size_t i, j;
   int rc = p->nPost ? iwRankTokens(p, &aRank) : SQLITE_OK;
   if (rc == SQLITE_OK && p->nPost) {
     const uint32_t *aByTok = aRank + 2 * (size_t)p->nTok;
     for (i = 0; i < p->nPost; i++) p->aPost[i].rank = aByTok[p->aPost[i].tok];
-    rc = iwSortPostings(p, &aPost);
+    rc = iwSortPostings(p, &aIdx);
   }
   sqlite3_free(aRank);
   for (i = 0; rc == SQLITE_OK && i < p->nPost; i = j) {
-    const IwPosting *a = &aPost[i];
+    const IwPosting *a = &p->aPost[aIdx[i]];
     for (j = i + 1; j < p->nPost; j++) {
-      const IwPosting *b = &aPost[j];
+      const IwPosting *b = &p->aPost[aIdx[j]];
       if (b->scope != a->scope || b->tok != a->tok ||
           (b->doc >> EVIDENCE_CHUNK_BITS) != (a->doc >> EVIDENCE_CHUNK_BITS)) {
         break;
       }
     }
-    rc = iwApplyDocset(db, p, a, j - i);
+    rc = iwApplyDocset(db, p, &aIdx[i], j - i);
   }
+  sqlite3_free(aIdx);
   qsort(p->aExp, p->nExp, sizeof(IwExpiry), compareExpiry);
   for (i = 0; rc == SQLITE_OK && i < p->nExp; i = j) {
     int64_t delta = 0;
