@@ -36,10 +36,11 @@ SCHEMA_VERSION = 7
 # rows then reads its pages from the mapping, without a read() call each (8.2 s
 # with 256 MiB mapped, 4.3 s with 2 GiB, docs/performance.md).
 # temp_store=MEMORY keeps statement journals in memory: each upsert of a batch
-# saves the pages it changes there, and SQLite moves such a journal to a temporary
-# file once it outgrows 64 KiB, after which every statement writes there: loading 125,000
-# records in batches of 10,000 wrote 3.5 GB through the kernel for a 136 MB file,
-# and 0.8 GB with the journals in memory (docs/performance.md, "Writes"). A
+# saves the pages it changes there, and SQLite moves such a journal to a
+# temporary file once it outgrows 64 KiB, after which every statement writes
+# there. Loading 125,000 records in batches of 10,000 wrote 3.5 GB through the
+# kernel for a 136 MB file, and 0.8 GB with the journals in memory
+# (docs/performance.md, "Statement journals and the postings sort"). A
 # statement's journal holds the pages that one statement changed: our writers'
 # statements change a few each. Upgrades run before these settings, so a
 # migration's large statements (DROP TABLE of a history) still spill to disk.
