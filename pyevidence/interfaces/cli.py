@@ -182,13 +182,18 @@ def _jsonable(value: Any) -> Any:
     return {"blob": value.hex()} if isinstance(value, bytes) else value
 
 
+def _numbers(field: str, text: str) -> list[int]:
+    """A comma-separated list of whole numbers, as --sizes and --writes take them."""
+    try:
+        return [int(n) for n in text.split(",") if n.strip()]
+    except ValueError:
+        raise ValidationError(field, f"must be comma-separated whole numbers, got {text!r}") from None
+
+
 def _bench(args: argparse.Namespace) -> Any:
     from ..bench import report, run, vectors
 
-    try:
-        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    except ValueError:
-        raise ValidationError("sizes", f"must be comma-separated whole numbers, got {args.sizes!r}") from None
+    sizes = _numbers("sizes", args.sizes)
     if not sizes or min(sizes) < 10:
         raise ValidationError("sizes", "must name at least one size of 10 rows or more")
     if args.web:
@@ -213,12 +218,7 @@ def _bench(args: argparse.Namespace) -> Any:
         return {"written": [str(out / "vectors.json"), str(out / "vectors.md")]}
     if args.full and 1_000_000 not in sizes:
         sizes.append(1_000_000)
-    try:
-        writes_of = [int(n) for n in args.writes.split(",") if n.strip()]
-    except ValueError:
-        raise ValidationError(
-            "writes", f"must be comma-separated whole numbers, got {args.writes!r}"
-        ) from None
+    writes_of = _numbers("writes", args.writes)
     if not writes_of or min(writes_of) < 0 or (0 in writes_of and len(writes_of) > 1):
         raise ValidationError("writes", f"must be 0 or sizes of 1 record or more, got {args.writes!r}")
     results = run.run(sorted(sizes), seed=args.seed, writes_of=sorted(n for n in writes_of if n))

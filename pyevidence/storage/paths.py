@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from ..core.errors import SchemaError, StoreError, ValidationError
-from . import schema
+from . import schema, sqlite_file
 
 MEMORY = ":memory:"
 # A dqlite cluster's address in place of a file (storage/engines/cluster_engine.py).
@@ -250,12 +250,8 @@ def _sidecars_missing(where: DatabasePath) -> bool:
 
 def _header_says_wal(where: DatabasePath) -> bool:
     """Whether the file's SQLite header marks it WAL mode (a read then creates -wal and -shm)."""
-    try:
-        with open(where.target, "rb") as handle:
-            header = handle.read(20)
-    except OSError:
-        return False
-    return header[:16] == b"SQLite format 3\x00" and header[18:20] == b"\x02\x02"
+    found = sqlite_file.header(where.target)
+    return found is not None and found[18:20] == b"\x02\x02"
 
 
 def _signature(where: DatabasePath) -> tuple[int, int, int] | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import stat
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from importlib import resources
 from typing import Any
 
 from ..core.errors import SchemaError, StoreError
+from . import sqlite_file
 from .index import rebuild
 
 SCHEMA_VERSION = 7
@@ -289,27 +289,15 @@ _EDITS_TABLE_TEXT = frozenset({5})
 _INCLUDE_SCHEMA = "-- @include schema.sql\n"
 
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
-
-
 def version_in_header(path: str | os.PathLike[str]) -> int | None:
     """The schema version (PRAGMA user_version) that a database file's header records,
-    read from its first 64 bytes without SQLite; None when the path is not a regular
-    file holding a SQLite database. Commits still in a WAL are not seen: this is for
-    telling a user what opening the file will do, never for deciding it."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-        try:
-            header = os.read(fd, 64)
-        finally:
-            os.close(fd)
-    except (OSError, ValueError):
+    read without SQLite; None when the path is not a regular file holding a SQLite
+    database. Commits still in a WAL are not seen: this is for telling a user what
+    opening the file will do, never for deciding it."""
+    found = sqlite_file.header(path)
+    if found is None or len(found) < 64:
         return None
-    if len(header) < 64 or not header.startswith(_SQLITE_HEADER):
-        return None
-    return int.from_bytes(header[60:64], "big", signed=True)
+    return int.from_bytes(found[60:64], "big", signed=True)
 
 
 def upgrade_ahead(path: str | os.PathLike[str]) -> int | None:
