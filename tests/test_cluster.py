@@ -73,6 +73,7 @@ class Node:
     data: Path
     log: Path
     process: subprocess.Popen[bytes] | None = None
+    latency_ms: str = LATENCY_MS
 
     def start(self, join: list[str]) -> None:
         """Starts the node through the CLI (pyevidence node execs the program) and waits until ready."""
@@ -80,7 +81,7 @@ class Node:
         ready = f"node {self.node_id} ready"
         seen = self.log.read_text().count(ready) if self.log.exists() else 0
         args = ["--id", str(self.node_id), "--address", self.address, "--data", str(self.data)]
-        args += ["--latency-ms", LATENCY_MS] + [a for seed in join for a in ("--join", seed)]
+        args += ["--latency-ms", self.latency_ms] + [a for seed in join for a in ("--join", seed)]
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "pyevidence", "node", *args], stderr=log, env=env
