@@ -32,7 +32,9 @@ from pyevidence.core.errors import EngineUnavailableError, StoreError, Validatio
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRED = os.environ.get("PYEVIDENCE_REQUIRE_CLUSTER") == "1"
 NEW_ENOUGH = sys.version_info >= (3, 13)
-LATENCY_MS = "5"  # loopback: heartbeats and elections in tens of milliseconds
+# Loopback: an election after 75 ms of silence, so the failover tests run fast. Enough only
+# because these tests' writes are small (docs/cluster.md, "Large writes": users get 50).
+LATENCY_MS = "5"
 
 
 def _node_program() -> str | None:
@@ -509,6 +511,58 @@ def test_a_node_joins_through_any_seed_and_may_join_again(tmp_path: Path) -> Non
             ] == ["r1"]
     finally:
         for node in two.running():
+            assert node.stop() == 0, node.log.read_text()
+
+
+def _wal_pages_of_one_write(path: Path, records: list[dict[str, Any]]) -> int:
+    """The pages a put_many of records writes into a new file store: what a leader ships."""
+    import sqlite3
+    from contextlib import closing
+
+    with EvidenceStore(path) as store, closing(sqlite3.connect(path)) as side:
+        store.put(**record(0))
+        side.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        store.put_many(records)
+        return int(side.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
+
+
+def test_large_writes_commit_at_the_documented_latency(tmp_path: Path) -> None:
+    """docs/cluster.md tells users to run nodes with --latency-ms 50 on loopback. Three put_many
+    calls in a row, each over 10 MB of pages (one Raft entry), commit there and come back
+    acknowledged, not in doubt. (With --latency-ms 5, the second and third came back in doubt:
+    a node busy with such a write missed the 75 ms election timeout.)"""
+    _needs_cluster()
+    words = [f"w{n:05d}" for n in range(20_000)]
+
+    def batch(round_: int) -> list[dict[str, Any]]:
+        return [
+            record(
+                i,
+                record_id=f"r{round_}-{i}",
+                body=" ".join(words[(i * 7919 + k * 104_729) % 20_000] for k in range(7_000)),
+            )
+            for i in range(200)
+        ]
+
+    pages = _wal_pages_of_one_write(tmp_path / "file.db", batch(0))
+    assert pages * 4096 > 10_000_000, pages  # a large write, not a few pages
+    nodes = [
+        Node(i, f"127.0.0.1:{_free_port()}", tmp_path / f"n{i}", tmp_path / f"n{i}.log", latency_ms="50")
+        for i in (1, 2, 3)
+    ]
+    three = Cluster(nodes)
+    try:
+        nodes[0].start(join=[])
+        for node in nodes[1:]:
+            node.start(join=[nodes[0].address])
+        with EvidenceStore(three.url("large")) as store:
+            for round_ in range(3):
+                store.put_many(batch(round_))  # StoreError("... may or may not ...") if the leader changed
+            found = store.retrieve(tenant="team-a", revision="v1", query="w00000", now=1)
+            assert found.eligible_count == 600
+            assert store.verify(tenant="team-a").ok
+    finally:
+        for node in three.running():
             assert node.stop() == 0, node.log.read_text()
 
 
