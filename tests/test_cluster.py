@@ -671,8 +671,10 @@ def test_a_write_is_retried_only_when_it_certainly_did_not_commit(
         else:
             with pytest.raises(
                 StoreError, match=r"^put may or may not have been written: .*injected failure"
-            ):
+            ) as raised:
                 store.put(**record(1))
+            # Only a lost leadership points at --latency-ms: a broken connection is another matter.
+            assert ("larger --latency-ms" in str(raised.value)) == (code == 10506)
         engine._execute = real
         assert not armed[0]
         stored = len(store.history(tenant="team-a", record_id="r1"))

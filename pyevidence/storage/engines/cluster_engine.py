@@ -155,9 +155,24 @@ def _driver() -> Any:
 class _LeaderGone(Exception):
     """A request failed because the leader moved or could not be reached."""
 
-    def __init__(self, reason: str, *, in_doubt: bool = False) -> None:
+    def __init__(self, reason: str, *, in_doubt: bool = False, leadership_lost: bool = False) -> None:
         super().__init__(reason)
         self.in_doubt = in_doubt  # a COMMIT may have been replicated
+        self.leadership_lost = leadership_lost  # dqlite said so: another node was elected meanwhile
+
+
+def _why_in_doubt(exc: _LeaderGone) -> str:
+    if exc.leadership_lost:
+        # Seen when a node stays busy with one large write past the election timeout.
+        return (
+            f"the cluster's leader lost its leadership while it replicated this write ({exc}). "
+            "Check with history() or retrieve before writing it again. If the write was large, "
+            'start the nodes with a larger --latency-ms (docs/cluster.md, "Large writes")'
+        )
+    return (
+        f"the cluster's leader changed, or the connection to it broke, while it was being committed "
+        f"({exc}). Check with history() or retrieve before writing it again"
+    )
 
 
 class ClusterEngine:
@@ -241,7 +256,7 @@ class ClusterEngine:
         code = getattr(exc, "code", None)
         message = getattr(exc, "raw_message", None) or str(exc)
         if isinstance(exc, self._dbapi.AmbiguousCommitError) or code in _LEADERSHIP_LOST:
-            return _LeaderGone(message, in_doubt=True)
+            return _LeaderGone(message, in_doubt=True, leadership_lost=code in _LEADERSHIP_LOST)
         if code in _NOT_LEADER:
             return _LeaderGone(message)
         if isinstance(exc, (self._dbapi.ProgrammingError, self._dbapi.DataError)):
@@ -313,9 +328,7 @@ class ClusterEngine:
                 if exc.in_doubt:
                     self._drop()  # the next call starts on a fresh connection
                     raise StoreError(
-                        f"{doing} may or may not have been written: the cluster's leader changed, or "
-                        f"the connection to it broke, while it was being committed ({exc}). Check with "
-                        "history() or retrieve before writing it again"
+                        f"{doing} may or may not have been written: {_why_in_doubt(exc)}"
                     ) from None
                 raise
             except StoreError:
