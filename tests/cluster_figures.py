@@ -70,9 +70,10 @@ SCALE_ELIGIBLE = 10_000  # the benchmark corpus's records (plus its 20% distract
 SCALE_BATCH = 200  # each write's pages (its records, their versions and index rows) in one Raft entry
 
 
-def _load(store: EvidenceStore, corpus: Corpus, eligible: int, batch_size: int) -> int:
-    """Puts the corpus's records, batch_size per put_many; returns how many writes came back
-    in doubt (each is looked up and written again if it did not land, as the error says)."""
+def _load(store: EvidenceStore, corpus: Corpus, eligible: int, batch_size: int) -> tuple[int, int]:
+    """Puts the corpus's records, batch_size per put_many; returns how many records that was
+    and how many writes came back in doubt (each is looked up and written again if it did not
+    land, as the error says)."""
     records = list(corpus.records(eligible))
     doubts = 0
     for i in range(0, len(records), batch_size):
@@ -88,7 +89,7 @@ def _load(store: EvidenceStore, corpus: Corpus, eligible: int, batch_size: int) 
                 last = batch[-1]
                 if store.history(tenant=last.tenant, record_id=last.record_id):
                     break
-    return doubts
+    return len(records), doubts
 
 
 def _write_sizes(path: Path, corpus: Corpus, eligible: int, batch_size: int) -> tuple[list[int], int]:
@@ -120,7 +121,7 @@ def _at_scale(store: EvidenceStore) -> str:
     """retrieve through the token index and by the scan, on the benchmark corpus: p50 over
     both query sets, each query asked three times."""
     corpus = Corpus.make()
-    doubts = _load(store, corpus, SCALE_ELIGIBLE, SCALE_BATCH)
+    _, doubts = _load(store, corpus, SCALE_ELIGIBLE, SCALE_BATCH)
     timings: dict[str, list[float]] = {"index": [], "scan": []}
     for which in ("rare", "common"):
         for query in corpus.queries(which, 10):
@@ -165,13 +166,14 @@ def main() -> None:
         if args.load:
             with EvidenceStore(cluster.url("load")) as store:
                 started = time.perf_counter()
-                doubts = _load(store, Corpus.make(), args.load, args.batch)
+                loaded, doubts = _load(store, Corpus.make(), args.load, args.batch)
                 took = time.perf_counter() - started
             sizes, page_size = _write_sizes(root / "file.db", Corpus.make(), args.load, args.batch)
             pages = max(sizes)
             print(
                 f"--latency-ms {args.latency_ms}: {args.load:,} eligible records (and distractors),"
-                f" {args.batch} per put_many, in {took:.0f} s; {doubts} writes came back in doubt."
+                f" {args.batch} per put_many, in {took:.1f} s ({loaded / took:,.0f} records/s);"
+                f" {doubts} writes came back in doubt."
                 f" The largest write, loaded the same way into a file store, changed {pages:,} pages"
                 f" ({pages * page_size / 1e6:.1f} MB)."
             )

@@ -2,7 +2,7 @@
 
 These run under Python >= 3.13 with the cluster extra (``make test-cluster``
 builds build/evidence_node, makes that venv and runs this file); under an older
-Python only the test of the error it gives runs. With PYEVIDENCE_REQUIRE_CLUSTER=1
+Python only the tests that need no node run (the error it gives, how a put_many is cut). With PYEVIDENCE_REQUIRE_CLUSTER=1
 (as make test-cluster sets) a missing node program or client fails instead of
 skipping.
 """
@@ -410,6 +410,69 @@ def _chain(store: EvidenceStore, tenant: str) -> list[tuple[Any, ...]]:
     from pyevidence.storage import versions
 
     return list(store._engine.select(versions.CHAIN_SQL, (tenant,)))
+
+
+def test_a_large_put_many_writes_what_a_file_writes(cluster: Cluster, tmp_path: Path) -> None:
+    """A put_many goes to the leader 36 records a statement (dqlite 1.11 takes 255 parameters
+    at most), not one request a record. Across those statements, records that come again (the
+    same ids, in two tenants) chain and hash as on a file, and a statement that fails after
+    others ran leaves nothing written."""
+    batch = [record(i % 50, tenant=f"team-{'ab'[i % 2]}", body=f"queue lag {i}") for i in range(110)]
+    with (
+        EvidenceStore(cluster.url()) as on_cluster,
+        EvidenceStore(tmp_path / "f.db", engine="python") as on_file,
+    ):
+        engine = on_cluster._engine
+        real = engine._execute
+        inserts: list[str] = []
+
+        def counted(sql: str, params: Any = ()) -> Any:
+            if sql.startswith("INSERT"):
+                inserts.append(sql)
+            return real(sql, params)
+
+        engine._execute = counted
+        for store in (on_cluster, on_file):
+            assert store.put_many(batch) == 110
+        assert len(inserts) == 4  # 36 + 36 + 36 + 2
+        for tenant in ("team-a", "team-b"):
+            assert _chain(on_cluster, tenant) == _chain(on_file, tenant)
+            assert len(_chain(on_cluster, tenant)) == 55
+
+        def third_fails(sql: str, params: Any = ()) -> Any:
+            if sql.startswith("INSERT"):
+                inserts.append(sql)
+                if len(inserts) == 7:
+                    raise StoreError("injected failure of the third statement")
+            return real(sql, params)
+
+        engine._execute = third_fails
+        with pytest.raises(StoreError, match="injected failure"):
+            on_cluster.put_many([record(200 + i, body="disk full") for i in range(100)])
+        engine._execute = real
+        assert on_cluster.retrieve(tenant="team-a", revision="v1", query="disk", now=1).eligible_count == 25
+        assert _chain(on_cluster, "team-a") == _chain(on_file, "team-a")
+        assert on_cluster.verify(tenant="team-a").ok and on_cluster.verify(tenant="team-b").ok
+
+
+def test_a_put_many_is_cut_into_short_statements() -> None:
+    """36 records a statement (255 parameters), fewer when their bodies pass 64 KiB, one when a
+    record alone does; in order, every record once."""
+    from pyevidence.core import validation
+    from pyevidence.storage.engines.cluster_engine import _statement_chunks
+
+    def made(i: int, body_chars: int) -> Any:
+        return validation.record(**record(i, body="x" * body_chars))
+
+    def sizes(records: list[Any]) -> list[int]:
+        chunks = list(_statement_chunks(records))
+        assert [r for chunk in chunks for r in chunk] == records
+        return [len(chunk) for chunk in chunks]
+
+    assert sizes([made(i, 100) for i in range(80)]) == [36, 36, 8]
+    assert sizes([made(i, 30_000) for i in range(5)]) == [2, 2, 1]
+    assert sizes([made(0, 100), made(1, 200_000), made(2, 100), made(3, 100)]) == [1, 1, 2]
+    assert sizes([]) == []
 
 
 def test_leader_killed_again_and_again_under_load_loses_nothing(cluster: Cluster, tmp_path: Path) -> None:

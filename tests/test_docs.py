@@ -59,7 +59,7 @@ KNOWN_NOT_RUN = {
         "docs/development.md",
         "installs system packages as root; tests/test_deps.py checks what tools/deps prints",
     ),
-    ("README.md", "starts long-running servers; tests/test_cluster.py starts the same three nodes"),
+    ("README.md", "starts long-running servers; tests/test_cluster.py starts three such nodes"),
     # The cluster page: servers on one or three machines; tests/test_cluster.py runs the same steps.
     ("docs/cluster.md", "installs packages"),
     ("docs/cluster.md", "installs system packages and builds in the source tree"),

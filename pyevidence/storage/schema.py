@@ -75,6 +75,17 @@ PUT_SQL = (
     "INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
 )
+_PUT_HEAD, _PUT_ROW = PUT_SQL.split(" VALUES ")
+PUT_COLUMNS = _PUT_ROW.count("?")
+
+
+def put_rows_sql(rows: int) -> str:
+    """PUT_SQL for several records in one statement (for a client that pays a round trip per
+    statement): the view's trigger runs for each row in turn, as for PUT_SQL once per record."""
+    row = "(" + ", ".join("?" * PUT_COLUMNS) + ")"
+    return f"{_PUT_HEAD} VALUES {', '.join([row] * rows)}"
+
+
 # The current pointer itself, not the view evidence: SQLite's changes() does not count rows
 # deleted through a view's trigger, and forget() reports whether it found the record.
 FORGET_SQL = "DELETE FROM evidence_current WHERE tenant = ?1 AND record_id = ?2"

@@ -60,6 +60,32 @@ REQUEST_TIMEOUT_SECONDS = 5.0
 _NOT_LEADER = frozenset({10250, 8202})
 _LEADERSHIP_LOST = frozenset({10506, 8458})
 
+# A put_many sends its records several to a statement, each statement a round trip. dqlite 1.11
+# takes at most 255 parameters in one (its EXEC counts them in one byte; it refuses the wider
+# count dqlite-wire sends past that): 36 records. And the leader runs a statement on the thread
+# that sends its heartbeats, so one statement must stay short: 36 records of 1 MB each (about 4 s
+# of tokenizing and indexing) cost the leader its leadership on loopback at --latency-ms 50, one
+# record a statement did not. 64 KiB of text a statement keeps it to milliseconds.
+_MAX_PARAMETERS = 255
+_RECORDS_PER_STATEMENT = _MAX_PARAMETERS // schema.PUT_COLUMNS
+_TEXT_PER_STATEMENT = 64 * 1024
+
+
+def _statement_chunks(records: list[Record]) -> Iterator[list[Record]]:
+    """records in order, cut into runs of at most _RECORDS_PER_STATEMENT records and, unless
+    one record alone is longer, _TEXT_PER_STATEMENT characters of body."""
+    chunk: list[Record] = []
+    text = 0
+    for record in records:
+        if chunk and (len(chunk) == _RECORDS_PER_STATEMENT or text + len(record.body) > _TEXT_PER_STATEMENT):
+            yield chunk
+            chunk, text = [], 0
+        chunk.append(record)
+        text += len(record.body)
+    if chunk:
+        yield chunk
+
+
 # The ranking statement of csrc/evidence_store.c (STMT_RANK), with the eligible
 # count in the same statement, so in the same snapshot: the native engine reads
 # it from evidence_eligible's scan statistics, which a client of the cluster
@@ -349,11 +375,16 @@ class ClusterEngine:
 
     def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
         statements: list[tuple[str, Sequence[Any]]] = []
-        for record, vector in zip(records, vectors or [None] * len(records), strict=True):
-            statements.append((schema.PUT_SQL, astuple(record)))
-            if vector is not None:
-                vector_row = (record.tenant, record.record_id, vector.model, vector.dims, vector.blob)
-                statements.append((schema.VECTOR_PUT_SQL, vector_row))
+        if vectors is None or all(vector is None for vector in vectors):
+            for chunk in _statement_chunks(records):
+                values = [value for record in chunk for value in astuple(record)]
+                statements.append((schema.put_rows_sql(len(chunk)), values))
+        else:  # a vector follows its own record's put, before a later put of the same record
+            for record, vector in zip(records, vectors, strict=True):
+                statements.append((schema.PUT_SQL, astuple(record)))
+                if vector is not None:
+                    vector_row = (record.tenant, record.record_id, vector.model, vector.dims, vector.blob)
+                    statements.append((schema.VECTOR_PUT_SQL, vector_row))
         self._write("put_many" if len(records) > 1 else "put", statements)
 
     def forget(self, tenant: str, record_id: str) -> bool:
