@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_cluster import Cluster, Node, _free_port
+from test_cluster import Cluster
 
 from pyevidence import EvidenceStore, StoreError, native_available
 from pyevidence.bench.corpus import NOW, REVISION, TENANT, Corpus
@@ -154,15 +154,9 @@ def main() -> None:
         _print_write_sizes(Path(tempfile.mkdtemp()) / "file.db", args.pages, args.batch)
         return
     root = Path(tempfile.mkdtemp())
-    nodes = [
-        Node(i, f"127.0.0.1:{_free_port()}", root / f"n{i}", root / f"n{i}.log", latency_ms=args.latency_ms)
-        for i in (1, 2, 3)
-    ]
-    cluster = Cluster(nodes)
+    cluster = Cluster.of_three(root, latency_ms=args.latency_ms)
     try:
-        nodes[0].start(join=[])
-        for node in nodes[1:]:
-            node.start(join=[nodes[0].address])
+        cluster.start()
         if args.load:
             with EvidenceStore(cluster.url("load")) as store:
                 started = time.perf_counter()

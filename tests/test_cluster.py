@@ -2,9 +2,9 @@
 
 These run under Python >= 3.13 with the cluster extra (``make test-cluster``
 builds build/evidence_node, makes that venv and runs this file); under an older
-Python only the tests that need no node run (the error it gives, how a put_many is cut). With PYEVIDENCE_REQUIRE_CLUSTER=1
-(as make test-cluster sets) a missing node program or client fails instead of
-skipping.
+Python only the tests that need no node run (the error it gives, how a put_many
+is cut). With PYEVIDENCE_REQUIRE_CLUSTER=1 (as make test-cluster sets) a missing
+node program or client fails instead of skipping.
 """
 
 from __future__ import annotations
@@ -120,6 +120,25 @@ class Node:
 class Cluster:
     nodes: list[Node] = field(default_factory=list)
 
+    @classmethod
+    def of_three(cls, root: Path, latency_ms: str = LATENCY_MS) -> Cluster:
+        """Three nodes on loopback, their data and logs under root; not started yet."""
+        return cls(
+            [
+                Node(
+                    i, f"127.0.0.1:{_free_port()}", root / f"n{i}", root / f"n{i}.log", latency_ms=latency_ms
+                )
+                for i in (1, 2, 3)
+            ]
+        )
+
+    def start(self) -> None:
+        """The first node starts a new cluster; the others join it."""
+        first, *others = self.nodes
+        first.start(join=[])
+        for node in others:
+            node.start(join=[first.address])
+
     @property
     def addresses(self) -> list[str]:
         return [n.address for n in self.nodes]
@@ -168,21 +187,15 @@ class Cluster:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     _needs_cluster()
-    root = tmp_path_factory.mktemp("cluster")
-    nodes = [
-        Node(i, f"127.0.0.1:{_free_port()}", root / f"node{i}", root / f"node{i}.log") for i in (1, 2, 3)
-    ]
-    c = Cluster(nodes)
+    c = Cluster.of_three(tmp_path_factory.mktemp("cluster"))
     try:
-        nodes[0].start(join=[])
-        for node in nodes[1:]:
-            node.start(join=[nodes[0].address])
+        c.start()
         yield c
     finally:
         statuses = {n.node_id: n.stop() for n in c.running()}
         # A clean shutdown on SIGTERM: status 0 and the last word in its log.
         for node_id, status in statuses.items():
-            node = nodes[node_id - 1]
+            node = c.nodes[node_id - 1]
             assert status == 0, node.log.read_text()
             assert node.log.read_text().rstrip().endswith(f"node {node_id} stopped")
 
@@ -609,15 +622,9 @@ def test_large_writes_commit_at_the_documented_latency(tmp_path: Path) -> None:
 
     pages = _wal_pages_of_one_write(tmp_path / "file.db", batch(0))
     assert pages * 4096 > 10_000_000, pages  # a large write, not a few pages
-    nodes = [
-        Node(i, f"127.0.0.1:{_free_port()}", tmp_path / f"n{i}", tmp_path / f"n{i}.log", latency_ms="50")
-        for i in (1, 2, 3)
-    ]
-    three = Cluster(nodes)
+    three = Cluster.of_three(tmp_path, latency_ms="50")
     try:
-        nodes[0].start(join=[])
-        for node in nodes[1:]:
-            node.start(join=[nodes[0].address])
+        three.start()
         with EvidenceStore(three.url("large")) as store:
             for round_ in range(3):
                 store.put_many(batch(round_))  # StoreError("... may or may not ...") if the leader changed
