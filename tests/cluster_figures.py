@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_cluster import Cluster
+from test_cluster import Cluster, wal_pages_written
 
 from pyevidence import EvidenceStore, StoreError, native_available
 from pyevidence.bench.corpus import NOW, REVISION, TENANT, Corpus
@@ -99,10 +99,8 @@ def _write_sizes(path: Path, corpus: Corpus, eligible: int, batch_size: int) -> 
     sizes = []
     with EvidenceStore(path) as store, closing(sqlite3.connect(path)) as side:
         for i in range(0, len(records), batch_size):
-            side.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            store.put_many(records[i : i + batch_size])
-            _, frames, _ = side.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-            sizes.append(frames)
+            batch = records[i : i + batch_size]
+            sizes.append(wal_pages_written(side, lambda batch=batch: store.put_many(batch)))
         page_size = side.execute("PRAGMA page_size").fetchone()[0]
     return sizes, page_size
 

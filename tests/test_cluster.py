@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -590,16 +590,22 @@ def test_a_node_joins_through_any_seed_and_may_join_again(tmp_path: Path) -> Non
             assert node.stop() == 0, node.log.read_text()
 
 
+def wal_pages_written(side: Any, write: Callable[[], object]) -> int:
+    """The pages write() adds to a file store's WAL, read through side (a second connection
+    to the file): what a cluster's leader ships for the same write, in one Raft entry."""
+    side.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    write()
+    return int(side.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
+
+
 def _wal_pages_of_one_write(path: Path, records: list[dict[str, Any]]) -> int:
-    """The pages a put_many of records writes into a new file store: what a leader ships."""
+    """The pages a put_many of records writes into a new file store."""
     import sqlite3
     from contextlib import closing
 
     with EvidenceStore(path) as store, closing(sqlite3.connect(path)) as side:
         store.put(**record(0))
-        side.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        store.put_many(records)
-        return int(side.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
+        return wal_pages_written(side, lambda: store.put_many(records))
 
 
 def test_large_writes_commit_at_the_documented_latency(tmp_path: Path) -> None:
