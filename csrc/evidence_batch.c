@@ -18,10 +18,19 @@
 ** the triggers of schema.sql that would recompute the versions step aside; the
 ** check of each current row against its version, and the trigger that drops a
 ** replaced record's vector, still run.
-** The statements are pyevidence/storage/schema.py's VERSION_APPEND_SQL and
-** CURRENT_UPSERT_SQL, which the Python engine runs (a test keeps them equal).
-** Each current row also goes into the token index (evidence_index_write.c),
-** in the same order, before it is written.
+** The statements are pyevidence/storage/schema.py's VERSION_APPEND_SQL,
+** CURRENT_UPSERT_SQL and VECTOR_DROP_SQL, which the Python engine runs (a test
+** keeps them equal). Each current row also goes into the token index
+** (evidence_index_write.c), in the same order, before it is written.
+**
+** A batch of BATCH_UNCHECKED_MIN records or more runs its writes with the
+** schema's triggers off and its CHECK constraints ignored: even when they step
+** aside, the triggers cost a call and a statement journal per row, and the
+** CHECKs repeat the validation every record has passed. Together they were a
+** sixth of put_many (docs/performance.md). The one trigger that still acts on
+** the writer's rows, dropping the vector of a record it replaces, it does
+** itself. Smaller batches keep both: switching recompiles the connection's
+** statements, which costs more than a few records save.
 */
 #include "evidence_batch.h"
 
@@ -31,7 +40,11 @@
 #include "evidence_hash.h"
 #include "evidence_index_write.h"
 
-enum { BATCH_HEAD, BATCH_SEQ, BATCH_VERSION, BATCH_CURRENT, N_BATCH_STMT };
+enum { BATCH_HEAD, BATCH_SEQ, BATCH_VERSION, BATCH_CURRENT, BATCH_VECTOR_DROP, N_BATCH_STMT };
+
+/* The smallest batch written with the schema's triggers and CHECKs off (see above);
+** pyevidence/storage/engines/python_engine.py has the same number. */
+#define BATCH_UNCHECKED_MIN 256
 
 static const char *const azBatchSql[N_BATCH_STMT] = {
     /* BATCH_HEAD: the tenant's last link (none: a new chain) */
@@ -46,12 +59,15 @@ static const char *const azBatchSql[N_BATCH_STMT] = {
     "INSERT INTO evidence_current (tenant, revision, expires_at, record_id, chain_seq) VALUES (?, ?, ?, ?, ?)"
     " ON CONFLICT (tenant, record_id) DO UPDATE SET"
     " revision = excluded.revision, expires_at = excluded.expires_at, chain_seq = excluded.chain_seq",
+    /* BATCH_VECTOR_DROP: pyevidence/storage/schema.py:VECTOR_DROP_SQL */
+    "DELETE FROM evidence_vectors WHERE tenant = ? AND record_id = ?",
 };
 
 struct EvidenceBatch {
   sqlite3_stmt *aStmt[N_BATCH_STMT];
   EvidenceIndexWriter *pIndex; /* the token index, kept in step with the current rows */
   int bWriting;                /* the writer's own statements are running: evidence_writer_vouches() is 1 */
+  char *zErr;                  /* db's message when an unchecked batch failed, or 0 */
 };
 
 /* What the batch computed for one record: its version and hashes. */
@@ -263,6 +279,27 @@ static int batchWriteCurrent(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r
   return batchStep(pStmt, rc);
 }
 
+/* Drops the vector of record r, whose current row the batch replaced: what the
+** trigger evidence_vectors_follow_puts does when triggers are on. */
+static int batchDropVector(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r) {
+  sqlite3_stmt *pStmt = 0;
+  int rc = batchStmt(db, p, BATCH_VECTOR_DROP, &pStmt);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 1, r->tenant, r->tenant_len);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 2, r->record_id, r->record_id_len);
+  return batchStep(pStmt, rc);
+}
+
+/* Turns the schema's triggers and CHECK constraints off (bOn = 0) or back on for
+** this connection. Either way SQLite recompiles the statements it has prepared. */
+static int batchSchemaChecks(sqlite3 *db, int bOn) {
+  int rc = sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, bOn, (int *)0);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_exec(db, bOn ? "PRAGMA ignore_check_constraints = 0" : "PRAGMA ignore_check_constraints = 1",
+                      0, 0, 0);
+  }
+  return rc;
+}
+
 /* BINARY collation, as SQLite compares the text columns of the key. */
 static int compareText(const char *a, size_t na, const char *b, size_t nb) {
   int c = memcmp(a, b, na < nb ? na : nb);
@@ -287,6 +324,7 @@ int evidenceBatchPut(sqlite3 *db, EvidenceBatch *p, const EvidencePut *aRec, siz
   BatchTable tenants = {0, 0}, records = {0, 0};
   size_t *aLast = 0, nLast = 0, nSlot = 16, i;
   const EvidencePut **apCurrent = 0;
+  const int bUnchecked = n >= BATCH_UNCHECKED_MIN;
   int rc = SQLITE_OK;
   if (n == 0) return SQLITE_OK;
   while (nSlot < 2 * n) nSlot *= 2;
@@ -306,6 +344,7 @@ int evidenceBatchPut(sqlite3 *db, EvidenceBatch *p, const EvidencePut *aRec, siz
   /* From here to the end the rows are the writer's own: the triggers that would
   ** recompute them step aside (schema.sql, evidence_writer_vouches). */
   p->bWriting = 1;
+  if (rc == SQLITE_OK && bUnchecked) rc = batchSchemaChecks(db, 0);
   for (i = 0; rc == SQLITE_OK && i < n; i++) rc = batchWriteVersion(db, p, &aRec[i], &aVer[i]);
   if (rc == SQLITE_OK) {
     for (i = 0; i < nLast; i++) apCurrent[i] = &aRec[aLast[i]];
@@ -315,14 +354,24 @@ int evidenceBatchPut(sqlite3 *db, EvidenceBatch *p, const EvidencePut *aRec, siz
   for (i = 0; rc == SQLITE_OK && i < nLast; i++) {
     const EvidencePut *r = apCurrent[i];
     size_t iRec = (size_t)(r - aRec);
+    const int bNew = batchFind(&records, aRec, iRec, 1)->nBefore == 0;
     /* the index first: it reads the current row this one replaces, if the record had
     ** any version before the batch */
     rc = evidenceIndexRecord(db, p->pIndex, r->tenant, r->tenant_len, r->record_id, r->record_id_len,
-                             r->revision, r->revision_len, r->expires_at, r->body, r->body_len,
-                             batchFind(&records, aRec, iRec, 1)->nBefore == 0);
+                             r->revision, r->revision_len, r->expires_at, r->body, r->body_len, bNew);
     if (rc == SQLITE_OK) rc = batchWriteCurrent(db, p, r, &aVer[iRec]);
+    if (rc == SQLITE_OK && bUnchecked && !bNew) rc = batchDropVector(db, p, r);
   }
   if (rc == SQLITE_OK) rc = evidenceIndexFinish(db, p->pIndex);
+  sqlite3_free(p->zErr);
+  p->zErr = 0;
+  if (bUnchecked) {
+    /* back on whatever happened: every later statement is checked in full again */
+    int rcOn;
+    if (rc != SQLITE_OK) p->zErr = sqlite3_mprintf("%s", sqlite3_errmsg(db));
+    rcOn = batchSchemaChecks(db, 1);
+    if (rc == SQLITE_OK) rc = rcOn;
+  }
   p->bWriting = 0;
   sqlite3_free(aVer);
   sqlite3_free(aLast);
@@ -351,9 +400,14 @@ int evidenceBatchOpen(sqlite3 *db, EvidenceBatch **ppBatch) {
                                  vouchesFunc, 0, 0);
 }
 
+const char *evidenceBatchErrmsg(const EvidenceBatch *p, sqlite3 *db) {
+  return p->zErr ? p->zErr : sqlite3_errmsg(db);
+}
+
 void evidenceBatchFree(EvidenceBatch *p) {
   int i;
   if (p == 0) return;
+  sqlite3_free(p->zErr);
   for (i = 0; i < N_BATCH_STMT; i++) sqlite3_finalize(p->aStmt[i]);
   evidenceIndexWriterFree(p->pIndex);
   sqlite3_free(p);

@@ -36,10 +36,14 @@ int evidenceBatchOpen(sqlite3 *db, EvidenceBatch **ppBatch);
 
 /* Writes the n records as n puts would (see evidence_batch.c), inside the
 ** connection's current transaction. Free the writer with evidenceBatchFree
-** before closing db. On an error the message is db's
-** (sqlite3_errmsg), or, for SQLITE_NOMEM, "out of memory". */
+** before closing db. On an error the message is evidenceBatchErrmsg's, or, for
+** SQLITE_NOMEM, "out of memory". */
 int evidenceBatchPut(sqlite3 *db, EvidenceBatch *pBatch, const EvidencePut *aRec, size_t n);
 void evidenceBatchFree(EvidenceBatch *pBatch);
+
+/* The message of the last failed evidenceBatchPut: db's, as it stood when the batch
+** failed (turning the schema's checks back on afterwards resets sqlite3_errmsg). */
+const char *evidenceBatchErrmsg(const EvidenceBatch *pBatch, sqlite3 *db);
 
 /* Rebuilds the token index from the current rows (evidence_index_write.c). */
 int evidenceBatchReindex(sqlite3 *db, EvidenceBatch *pBatch, int (*xProgress)(void *, int64_t, int64_t),

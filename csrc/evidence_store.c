@@ -549,7 +549,11 @@ int evidence_store_query(EvidenceStore *p, const char *sql, size_t sql_len, cons
 static int storePutRecords(EvidenceStore *p, const EvidencePut *aRec, size_t n) {
   const int bOwn = sqlite3_get_autocommit(p->db);
   int rc = bOwn ? sqlite3_exec(p->db, "BEGIN IMMEDIATE", 0, 0, 0) : SQLITE_OK;
-  if (rc == SQLITE_OK) rc = evidenceBatchPut(p->db, p->pBatch, aRec, n);
+  const char *zBatchErr = 0; /* the batch's own message, when the batch failed */
+  if (rc == SQLITE_OK) {
+    rc = evidenceBatchPut(p->db, p->pBatch, aRec, n);
+    if (rc != SQLITE_OK) zBatchErr = evidenceBatchErrmsg(p->pBatch, p->db);
+  }
   if (rc == SQLITE_OK && bOwn) rc = sqlite3_exec(p->db, "COMMIT", 0, 0, 0);
   if (rc == SQLITE_OK) return rc;
   if (rc == SQLITE_NOMEM) {
@@ -559,7 +563,7 @@ static int storePutRecords(EvidenceStore *p, const EvidencePut *aRec, size_t n) 
                "the token index disagrees with the stored records, so nothing was written; "
                "rebuild it with `pyevidence reindex`");
   } else {
-    storeDbError(p, rc);
+    storeError(p, rc, zBatchErr ? zBatchErr : sqlite3_errmsg(p->db));
   }
   if (bOwn && !sqlite3_get_autocommit(p->db)) sqlite3_exec(p->db, "ROLLBACK", 0, 0, 0);
   return rc;

@@ -18,9 +18,11 @@ import pytest
 from helpers import record
 from hypothesis import given
 from hypothesis import strategies as st
+from tables import index_rows
 
-from pyevidence import EvidenceStore, StoreError, native_available
+from pyevidence import Embedder, EvidenceStore, StoreError, native_available
 from pyevidence.storage import schema, sql_functions
+from pyevidence.storage.engines.python_engine import UNCHECKED_BATCH_MIN
 
 ENGINES = ["python", "native"] if native_available() else ["python"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -142,7 +144,13 @@ def c_string_literals(path: Path) -> set[str]:
 
 def test_the_batch_writers_statements_are_the_same_in_c_and_python() -> None:
     literals = c_string_literals(ROOT / "csrc" / "evidence_batch.c")
-    for name in ("CHAIN_HEAD_SQL", "LATEST_SEQ_SQL", "VERSION_APPEND_SQL", "CURRENT_UPSERT_SQL"):
+    for name in (
+        "CHAIN_HEAD_SQL",
+        "LATEST_SEQ_SQL",
+        "VERSION_APPEND_SQL",
+        "CURRENT_UPSERT_SQL",
+        "VECTOR_DROP_SQL",
+    ):
         assert getattr(schema, name) in literals, name
 
 
@@ -174,3 +182,97 @@ def test_a_batch_writes_about_its_pages_not_a_statement_journal_per_row(tmp_path
         store.put_many(records[10_000:])
         written = _bytes_written() - before
     assert written < 3 * path.stat().st_size
+
+
+def test_the_unchecked_batch_size_is_the_same_in_c_and_python() -> None:
+    code = (ROOT / "csrc" / "evidence_batch.c").read_text()
+    defined = re.search(r"#define BATCH_UNCHECKED_MIN (\d+)", code)
+    assert defined is not None and int(defined.group(1)) == UNCHECKED_BATCH_MIN
+
+
+def _numbered(n: int, **overrides: object) -> dict[str, object]:
+    return record(**{"record_id": f"r{n:03d}", "body": f"w{n % 7} w{n % 11} note{n} shared", **overrides})
+
+
+def _batches_around(size: int) -> list[Any]:
+    """put_many calls of ``size`` records that replace records (in the same revision and
+    in another), repeat one within the batch, re-put a forgotten one, and write two
+    tenants, with a single put and a forget between them."""
+    first = [_numbered(n) for n in range(size)] + [record(tenant="team-b", record_id="b1")]
+    second = [_numbered(n, revision="v2" if n % 2 else "v1", expires_at=2000) for n in range(0, size, 3)]
+    second += [_numbered(n) for n in range(size, size + size - len(second) - 2)]
+    second += [_numbered(1, body="repeated, first"), _numbered(1, body="repeated, last")]
+    third = [_numbered(5, body="back after its forget")] + [_numbered(n) for n in range(1, size)]
+    return [
+        ("put_many", first),
+        ("put", _numbered(2, body="a single put")),
+        ("put_many", second),
+        ("forget", "team-a", "r005"),
+        ("put_many", third),
+    ]
+
+
+@pytest.mark.parametrize("size", [UNCHECKED_BATCH_MIN - 1, UNCHECKED_BATCH_MIN])
+def test_batches_on_either_side_of_the_unchecked_size_store_what_the_trigger_stores(
+    tmp_path: Path, size: int
+) -> None:
+    """A batch of UNCHECKED_BATCH_MIN records or more runs with the schema's triggers and
+    CHECKs off; one record fewer, with them on. The rows must not tell the two apart."""
+    ops = _batches_around(size)
+    assert all(len(op[1]) >= size for op in ops if op[0] == "put_many")
+    expected = tmp_path / "trigger.db"
+    write_through_trigger(expected, ops)
+    indexes = []
+    for engine in ENGINES:
+        path = tmp_path / f"{engine}.db"
+        write_through_api(path, engine, ops)
+        assert dump(path) == dump(expected), engine
+        with EvidenceStore(path, engine=engine) as store:
+            assert store.verify(tenant="team-a").ok and store.verify(tenant="team-b").ok
+            assert store.check_index().ok
+        indexes.append(index_rows(path))
+    assert all(index == indexes[0] for index in indexes)
+
+
+TOY = Embedder("toy", lambda text: [float(len(text)), 1.0])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_unchecked_batch_drops_the_vectors_of_the_records_it_replaces(tmp_path: Path, engine: str) -> None:
+    path = tmp_path / "vectors.db"
+    with EvidenceStore(path, engine=engine, embedder=TOY) as store:
+        store.put_many([_numbered(n) for n in range(3)])
+    with EvidenceStore(path, engine=engine) as store:  # no embedder: the new versions get no vector
+        store.put_many(
+            [_numbered(n, body="replaced") for n in range(2)] + [_numbered(n) for n in range(3, 300)]
+        )
+    with sqlite3.connect(path) as conn:
+        kept = conn.execute("SELECT record_id, version FROM evidence_vectors").fetchall()
+    conn.close()
+    assert kept == [("r002", 1)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_unchecked_batch_that_fails_writes_nothing_and_leaves_every_check_on(
+    tmp_path: Path, engine: str
+) -> None:
+    path = tmp_path / "full.db"
+    with EvidenceStore(path, engine=engine, embedder=TOY) as store:
+        store.put(**record(record_id="kept"))
+    before = dump(path)
+    with EvidenceStore(path, engine=engine) as store:
+        run = getattr(store._engine, "query", None) or store._engine._query
+        pages = run("PRAGMA page_count")[0][0]
+        run(f"PRAGMA max_page_count = {pages + 2}")  # the batch runs out of room halfway
+        with pytest.raises(StoreError, match="put_many failed: database or disk is full"):
+            store.put_many([_numbered(n) for n in range(UNCHECKED_BATCH_MIN)])
+        assert dump(path) == before
+        assert run("PRAGMA ignore_check_constraints")[0][0] == 0
+        run("PRAGMA max_page_count = 1000000")
+        # the triggers are on again: a single put drops the vector of the record it replaces
+        store.put(**record(record_id="kept", body="replaced"))
+        store.put_many([_numbered(n) for n in range(UNCHECKED_BATCH_MIN)])
+        assert store.verify(tenant="team-a").ok and store.check_index().ok
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM evidence_vectors").fetchone() == (0,)
+    conn.close()

@@ -449,6 +449,40 @@ static void testLargeBatches(EvidenceStore *p) {
   free(b);
 }
 
+/* One value of a statement run with every permission (a PRAGMA that reads a setting). */
+static int64_t setting(EvidenceStore *p, const char *zSql) {
+  EvidenceTable *t = 0;
+  int64_t n = -1;
+  if (evidence_store_query(p, zSql, strlen(zSql), 0, 0, 0, &t) == 0 && t->n_rows == 1) n = t->cells[0].i;
+  evidence_table_free(t);
+  return n;
+}
+
+/* A batch large enough to run with the schema's triggers and CHECKs off
+** (evidence_batch.c, BATCH_UNCHECKED_MIN) that runs out of room halfway: it writes
+** nothing, reports SQLite's own message, and leaves the checks on. */
+static void testUncheckedBatchThatFails(EvidenceStore *p) {
+  Batch *b = calloc(1, sizeof(Batch));
+  const int64_t nBefore = count(p, "SELECT count(*) FROM evidence");
+  char zId[32], zSql[64];
+  int n;
+  if (b == 0) abort();
+  snprintf(zSql, sizeof(zSql), "PRAGMA max_page_count = %lld",
+           (long long)setting(p, "PRAGMA page_count") + 1);
+  CHECK(evidence_store_exec(p, zSql, strlen(zSql)) == 0);
+  for (n = 0; n < 600; n++) {
+    snprintf(zId, sizeof(zId), "full%04d", n);
+    batchAdd(b, zId, "v1", "a body that needs some room in the pages of the file", 12);
+  }
+  CHECK(batchPut(p, b) == 13); /* SQLITE_FULL */
+  CHECK(strstr(evidence_store_errmsg(p), "full") != 0);
+  CHECK(count(p, "SELECT count(*) FROM evidence") == nBefore);
+  CHECK(setting(p, "PRAGMA ignore_check_constraints") == 0);
+  CHECK(evidence_store_exec(p, "PRAGMA max_page_count = 1000000", 31) == 0);
+  free(b->zData);
+  free(b);
+}
+
 int main(int argc, char **argv) {
   EvidenceStore *p = 0;
   char *zSchema;
@@ -464,6 +498,7 @@ int main(int argc, char **argv) {
   testNulAndForget(p);
   testPutMany(p);
   testLargeBatches(p);
+  testUncheckedBatchThatFails(p);
   testQuery(p);
   testLoadExtension(p);
   testReadOnlyGate(p);

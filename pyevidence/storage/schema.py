@@ -113,6 +113,9 @@ CURRENT_UPSERT_SQL = (
     " ON CONFLICT (tenant, record_id) DO UPDATE SET"
     " revision = excluded.revision, expires_at = excluded.expires_at, chain_seq = excluded.chain_seq"
 )
+# A batch written with the triggers off drops each replaced record's vector itself
+# (evidence_vectors_follow_puts in schema.sql).
+VECTOR_DROP_SQL = "DELETE FROM evidence_vectors WHERE tenant = ? AND record_id = ?"
 
 # Vectors (pyevidence/ranking/vector_scoring.py). A put with a vector runs PUT_SQL and then
 # VECTOR_PUT_SQL in one transaction: the vector is tied to the version just stored.

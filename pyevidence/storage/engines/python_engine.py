@@ -24,6 +24,16 @@ from ..index import maintain, rebuild, search
 from ..paths import DatabasePath, open_failure_hint
 from ..versions import chain_hash, content_hash
 
+# A batch of this many records or more is written with the schema's CHECK constraints
+# ignored and, where the sqlite3 module can say so (Python 3.12+), its triggers off: the
+# writer has validated, hashed and indexed every row itself, and it drops a replaced
+# record's vector, the one thing a trigger still did for it. Smaller batches keep them, as
+# switching recompiles the connection's statements. csrc/evidence_batch.c:
+# BATCH_UNCHECKED_MIN is the same number; the rows are the same either way.
+UNCHECKED_BATCH_MIN = 256
+_SETCONFIG = getattr(sqlite3.Connection, "setconfig", None)
+_ENABLE_TRIGGER = getattr(sqlite3, "SQLITE_DBCONFIG_ENABLE_TRIGGER", None)
+
 
 class PythonEngine:
     name = "python"
@@ -196,16 +206,31 @@ class PythonEngine:
             # the body the token index reads after it
             current[key] = (tenant, r.revision, r.expires_at, record_id, chain_seq, r.body)
         in_key_order: list[tuple[Any, ...]] = sorted(current.values(), key=_current_key)
+        unchecked = len(records) >= UNCHECKED_BATCH_MIN
         self._vouching = True
         try:
+            if unchecked:
+                self._schema_checks(on=False)
             self._conn.executemany(schema.VERSION_APPEND_SQL, appended)
             # the index first: it reads the current rows these replace
             index = maintain.IndexBatch(self._conn)
             index.replace(in_key_order, new_records)
             index.finish()
             self._conn.executemany(schema.CURRENT_UPSERT_SQL, [row[:5] for row in in_key_order])
+            if unchecked:  # what the trigger evidence_vectors_follow_puts would do
+                replaced = [(row[0], row[3]) for row in in_key_order if (row[0], row[3]) not in new_records]
+                self._conn.executemany(schema.VECTOR_DROP_SQL, replaced)
         finally:
             self._vouching = False
+            if unchecked:  # back on whatever happened: every later statement is checked in full
+                self._schema_checks(on=True)
+
+    def _schema_checks(self, *, on: bool) -> None:
+        """Turns schema.sql's CHECK constraints, and from Python 3.12 on its triggers,
+        off or back on for this connection (csrc/evidence_batch.c does the same)."""
+        self._conn.execute(f"PRAGMA ignore_check_constraints = {int(not on)}")
+        if _SETCONFIG is not None and _ENABLE_TRIGGER is not None:
+            _SETCONFIG(self._conn, _ENABLE_TRIGGER, on)
 
     def _latest_seqs(self, records: list[Record]) -> dict[tuple[str, str], int]:
         """The latest seq of each record of the batch (0: none yet): schema.LATEST_SEQ_SQL
