@@ -15,9 +15,9 @@
 ** The rows are the trigger's, byte for byte: the same columns, hashes and chain
 ** (tests/test_write_path.py compares the two, on both engines). While the
 ** writer's statements run, evidence_writer_vouches() is 1 on its connection and
-** the triggers of schema.sql that would recompute the versions step aside; the
-** check of each current row against its version, and the trigger that drops a
-** replaced record's vector, still run.
+** the triggers of schema.sql that would recompute its rows, or check a current
+** row against its version, step aside; the trigger that drops a replaced
+** record's vector still runs.
 ** The statements are pyevidence/storage/schema.py's VERSION_APPEND_SQL,
 ** CURRENT_UPSERT_SQL and VECTOR_DROP_SQL, which the Python engine runs (a test
 ** keeps them equal). Each current row also goes into the token index
