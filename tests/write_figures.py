@@ -7,6 +7,8 @@ this checkout) into a new file with put_many, in batches, once per tree, engine 
 Each load runs in its own process with that tree's pyevidence first on the path, the trees
 interleaved; it prints every round and the medians. A tree is a checkout with its extension built in place
 (`python setup.py build_ext --inplace`). Without --trees it measures this checkout alone.
+With --switch it times batches on either side of the size from which put_many runs unchecked
+(docs/performance.md, "Unchecked batches").
 """
 
 from __future__ import annotations
@@ -34,6 +36,29 @@ def _load(corpus: Path, batch: int, engine: str) -> float:
         return len(records) / (time.perf_counter() - started)
 
 
+def _around_the_switch(engine: str, rounds: int) -> None:
+    """Batches of UNCHECKED_BATCH_MIN - 1 records (checked) and UNCHECKED_BATCH_MIN
+    (unchecked) alternating into a store of 12,500 records: µs a record, medians."""
+    from pyevidence import EvidenceStore
+    from pyevidence.bench.corpus import Corpus
+    from pyevidence.storage.engines.python_engine import UNCHECKED_BATCH_MIN
+
+    sizes = (UNCHECKED_BATCH_MIN - 1, UNCHECKED_BATCH_MIN)
+    records = list(Corpus.make().records(10_000 + rounds * 2 * UNCHECKED_BATCH_MIN))
+    timings: dict[int, list[float]] = {size: [] for size in sizes}
+    with tempfile.TemporaryDirectory() as tmp, EvidenceStore(Path(tmp) / "s.db", engine=engine) as store:
+        store.put_many(records[:12_500])
+        at = 12_500
+        for _ in range(rounds):
+            for size in sizes:
+                started = time.perf_counter()
+                store.put_many(records[at : at + size])
+                timings[size].append((time.perf_counter() - started) / size * 1e6)
+                at += size
+    for size, found in timings.items():
+        print(f"{engine}, batches of {size}: {statistics.median(found):.1f} µs a record (median of {rounds})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -43,8 +68,15 @@ def main() -> None:
     parser.add_argument("--eligible", type=int, default=100_000, help="eligible records (default 100,000)")
     parser.add_argument("--batch", type=int, default=10_000, help="records per put_many (default 10,000)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--switch", action="store_true", help="only this checkout: batches either side of the unchecked size"
+    )
     parser.add_argument("--one", nargs=2, metavar=("CORPUS", "ENGINE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.switch:
+        for engine in args.engines.split(","):
+            _around_the_switch(engine, 4 * args.rounds)
+        return
     if args.one:
         print(_load(Path(args.one[0]), args.batch, args.one[1]))
         return

@@ -24,15 +24,18 @@ from ..index import maintain, rebuild, search
 from ..paths import DatabasePath, open_failure_hint
 from ..versions import chain_hash, content_hash
 
-# A batch of this many records or more is written with the schema's CHECK constraints
-# ignored and, where the sqlite3 module can say so (Python 3.12+), its triggers off: the
-# writer has validated, hashed and indexed every row itself, and it drops a replaced
-# record's vector, the one thing a trigger still did for it. Smaller batches keep them, as
-# switching recompiles the connection's statements. csrc/evidence_batch.c:
-# BATCH_UNCHECKED_MIN is the same number; the rows are the same either way.
+# A batch of this many records or more is written with the schema's triggers off and its
+# CHECK constraints ignored: the writer has validated, hashed and indexed every row itself,
+# and it drops a replaced record's vector, the one thing a trigger still did for it. Smaller
+# batches keep them, as switching recompiles the connection's statements.
+# csrc/evidence_batch.c: BATCH_UNCHECKED_MIN is the same number; the rows are the same
+# either way. The sqlite3 module switches triggers from Python 3.12 on (setconfig); before
+# it, every batch is written checked: the CHECKs alone gained 2% in batches of 10,000 and
+# lost about as much at the switch (docs/performance.md, "Unchecked batches").
 UNCHECKED_BATCH_MIN = 256
 _SETCONFIG = getattr(sqlite3.Connection, "setconfig", None)
 _ENABLE_TRIGGER = getattr(sqlite3, "SQLITE_DBCONFIG_ENABLE_TRIGGER", None)
+CAN_WRITE_UNCHECKED = _SETCONFIG is not None and _ENABLE_TRIGGER is not None
 
 
 class PythonEngine:
@@ -206,7 +209,7 @@ class PythonEngine:
             # the body the token index reads after it
             current[key] = (tenant, r.revision, r.expires_at, record_id, chain_seq, r.body)
         in_key_order: list[tuple[Any, ...]] = sorted(current.values(), key=_current_key)
-        unchecked = len(records) >= UNCHECKED_BATCH_MIN
+        unchecked = CAN_WRITE_UNCHECKED and len(records) >= UNCHECKED_BATCH_MIN
         self._vouching = True
         try:
             if unchecked:
@@ -226,11 +229,11 @@ class PythonEngine:
                 self._schema_checks(on=True)
 
     def _schema_checks(self, *, on: bool) -> None:
-        """Turns schema.sql's CHECK constraints, and from Python 3.12 on its triggers,
-        off or back on for this connection (csrc/evidence_batch.c does the same)."""
+        """Turns schema.sql's triggers and CHECK constraints off or back on for this
+        connection (csrc/evidence_batch.c does the same); only if CAN_WRITE_UNCHECKED."""
+        assert _SETCONFIG is not None and _ENABLE_TRIGGER is not None
+        _SETCONFIG(self._conn, _ENABLE_TRIGGER, on)
         self._conn.execute(f"PRAGMA ignore_check_constraints = {int(not on)}")
-        if _SETCONFIG is not None and _ENABLE_TRIGGER is not None:
-            _SETCONFIG(self._conn, _ENABLE_TRIGGER, on)
 
     def _latest_seqs(self, records: list[Record]) -> dict[tuple[str, str], int]:
         """The latest seq of each record of the batch (0: none yet): schema.LATEST_SEQ_SQL
