@@ -1,7 +1,8 @@
-"""Crash test: a child streams puts and forgets and is killed with SIGKILL at random
-moments, many times. After every kill the database passes PRAGMA integrity_check,
-its version chain verifies, and it holds every acknowledged operation (the one in
-flight may or may not have landed).
+"""Crash test: a child streams puts, forgets and large put_many batches and is killed with
+SIGKILL at random moments, many times. After every kill the database passes PRAGMA
+integrity_check, its version chain verifies, its token index checks out, and it holds every
+acknowledged operation (the one in flight may or may not have landed, a batch whole or not
+at all).
 
 CRASH_KILLS sets the number of kills (default 24; make test-crash runs 400).
 """
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from crash_child import BATCH_RECORDS, batch_source
 
 from pyevidence import EvidenceStore, native_available
 
@@ -40,7 +42,9 @@ def stored(path: Path) -> tuple[str, State]:
 def apply(state: State, line: str) -> State:
     _, op, record_id, seq = line.split()
     after = dict(state)
-    if op == "put":
+    if op == "batch":
+        after.update({f"b{k}": batch_source(int(seq), k) for k in range(BATCH_RECORDS)})
+    elif op == "put":
         after[record_id] = f"crash://{seq}"
     else:
         after.pop(record_id, None)
@@ -79,7 +83,7 @@ def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
     rng = random.Random(2026)
     state: State = {}
     seq = 0
-    acked_total = 0
+    acked_total = batches_acked = 0
     for kill in range(KILLS):
         engine = ENGINES[kill % len(ENGINES)]
         lines = run_until_killed(path, engine, seed=kill, start=seq, lifetime=rng.uniform(0.25, 0.9))
@@ -91,6 +95,7 @@ def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
             elif line == "ack" and pending is not None:
                 state = apply(state, pending)
                 acked_total += 1
+                batches_acked += pending.split()[1] == "batch"
                 pending = None
         check, actual = stored(path)
         assert check == "ok", f"kill {kill}: integrity_check says {check}"
@@ -98,10 +103,15 @@ def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
         assert actual in allowed, f"kill {kill} ({engine}): an acknowledged operation is missing or wrong"
         with EvidenceStore(path, engine=engine, read_only=True) as store:
             verified = store.verify(tenant="crash")
+            index = store.check_index()
         assert verified.ok, f"kill {kill} ({engine}): the version chain is broken: {verified.broken}"
+        assert index.ok, f"kill {kill} ({engine}): the token index is damaged: {index}"
         state = actual  # the in-flight operation either landed or not; go on from what is there
     assert acked_total > KILLS, "the children acknowledged too little work for the test to mean anything"
-    print(f"crash test: {KILLS} kills survived, {acked_total} acknowledged operations checked")
+    assert batches_acked > 0, "no put_many batch was acknowledged: the test checked none"
+    print(
+        f"crash test: {KILLS} kills survived, {acked_total} acknowledged operations ({batches_acked} batches)"
+    )
 
 
 @pytest.mark.skipif(not native_available(), reason="needs both engines")
