@@ -101,12 +101,20 @@ static void testNulAndForget(EvidenceStore *p) {
   CHECK(evidence_store_forget(p, "t\0x", 3, "id\0", 3, &deleted) == 0 && deleted == 0);
 }
 
-static int64_t count(EvidenceStore *p, const char *zSql) {
+/* The one integer a statement returns (-1: none), run read-only or, for a PRAGMA that
+** reads a setting, with every permission. */
+static int64_t queryInt(EvidenceStore *p, const char *zSql, int bReadOnly) {
   EvidenceTable *t = 0;
   int64_t n = -1;
-  if (evidence_store_query(p, zSql, strlen(zSql), 0, 0, 1, &t) == 0 && t->n_rows == 1) n = t->cells[0].i;
+  if (evidence_store_query(p, zSql, strlen(zSql), 0, 0, bReadOnly, &t) == 0 && t->n_rows == 1) {
+    n = t->cells[0].i;
+  }
   evidence_table_free(t);
   return n;
+}
+
+static int64_t count(EvidenceStore *p, const char *zSql) {
+  return queryInt(p, zSql, 1);
 }
 
 static void testPutMany(EvidenceStore *p) {
@@ -449,15 +457,6 @@ static void testLargeBatches(EvidenceStore *p) {
   free(b);
 }
 
-/* One value of a statement run with every permission (a PRAGMA that reads a setting). */
-static int64_t setting(EvidenceStore *p, const char *zSql) {
-  EvidenceTable *t = 0;
-  int64_t n = -1;
-  if (evidence_store_query(p, zSql, strlen(zSql), 0, 0, 0, &t) == 0 && t->n_rows == 1) n = t->cells[0].i;
-  evidence_table_free(t);
-  return n;
-}
-
 /* A batch large enough to run with the schema's triggers and CHECKs off
 ** (evidence_batch.c, BATCH_UNCHECKED_MIN) that runs out of room halfway: it writes
 ** nothing, reports SQLite's own message, and leaves the checks on. */
@@ -468,7 +467,7 @@ static void testUncheckedBatchThatFails(EvidenceStore *p) {
   int n;
   if (b == 0) abort();
   snprintf(zSql, sizeof(zSql), "PRAGMA max_page_count = %lld",
-           (long long)setting(p, "PRAGMA page_count") + 1);
+           (long long)queryInt(p, "PRAGMA page_count", 0) + 1);
   CHECK(evidence_store_exec(p, zSql, strlen(zSql)) == 0);
   for (n = 0; n < 600; n++) {
     snprintf(zId, sizeof(zId), "full%04d", n);
@@ -477,7 +476,7 @@ static void testUncheckedBatchThatFails(EvidenceStore *p) {
   CHECK(batchPut(p, b) == 13); /* SQLITE_FULL */
   CHECK(strstr(evidence_store_errmsg(p), "full") != 0);
   CHECK(count(p, "SELECT count(*) FROM evidence") == nBefore);
-  CHECK(setting(p, "PRAGMA ignore_check_constraints") == 0);
+  CHECK(queryInt(p, "PRAGMA ignore_check_constraints", 0) == 0);
   CHECK(evidence_store_exec(p, "PRAGMA max_page_count = 1000000", 31) == 0);
   free(b->zData);
   free(b);
