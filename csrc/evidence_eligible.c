@@ -53,6 +53,8 @@ enum {
 };
 
 #define ELIGIBLE_N_ARGS 3
+_Static_assert(ELIGIBLE_N_ARGS <= EVIDENCE_MAX_ARGS,
+               "evidencePlanArgs plans at most EVIDENCE_MAX_ARGS arguments");
 
 static const char *const azArgName[ELIGIBLE_N_ARGS] = {"tenant", "revision", "now"};
 
@@ -317,44 +319,45 @@ static int eligibleRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid) {
   return SQLITE_OK;
 }
 
-/*
-** Every argument must arrive as an equality constraint on its hidden column.
-** A constraint that exists but is unusable in this plan (it depends on a table
-** joined later) makes the plan unusable (SQLITE_CONSTRAINT), so SQLite tries
-** another order.
-**
-** A plan with an argument missing altogether is not refused here, because
-** SQLite also asks about partial plans that leave the arguments out (for a
-** WHERE ... OR ..., it plans each OR term alone), and refusing those would
-** fail queries that are fine. Such a plan is priced out of any real choice
-** and, if it is all there is because the caller left an argument out, its
-** xFilter reports which one (ELIGIBLE_MISSING_ARGS bits of idxNum).
-*/
-static int eligibleBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
-  int aiUsable[ELIGIBLE_N_ARGS] = {-1, -1, -1};
-  int abSeen[ELIGIBLE_N_ARGS] = {0, 0, 0};
+int evidencePlanArgs(sqlite3_index_info *pInfo, int iFirst, int nArg, int *pMissing) {
+  int aiUsable[EVIDENCE_MAX_ARGS];
+  int abSeen[EVIDENCE_MAX_ARGS];
   int i, missing = 0;
-  (void)pVtab;
+  for (i = 0; i < nArg; i++) aiUsable[i] = -1, abSeen[i] = 0;
   for (i = 0; i < pInfo->nConstraint; i++) {
     const struct sqlite3_index_constraint *pCons = &pInfo->aConstraint[i];
-    int iArg = pCons->iColumn - ELIGIBLE_SCOPE_TENANT;
-    if (iArg < 0 || iArg >= ELIGIBLE_N_ARGS || pCons->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    int iArg = pCons->iColumn - iFirst;
+    if (iArg < 0 || iArg >= nArg || pCons->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
     abSeen[iArg] = 1;
     if (pCons->usable && aiUsable[iArg] < 0) aiUsable[iArg] = i;
   }
-  for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
+  for (i = 0; i < nArg; i++) {
     if (!abSeen[i]) missing |= 1 << i;
     if (abSeen[i] && aiUsable[i] < 0) return SQLITE_CONSTRAINT;
   }
+  *pMissing = missing;
   if (missing) {
-    pInfo->idxNum = missing << ELIGIBLE_MISSING_SHIFT;
     pInfo->estimatedCost = 1e300;
     pInfo->estimatedRows = (sqlite3_int64)1 << 62;
     return SQLITE_OK;
   }
-  for (i = 0; i < ELIGIBLE_N_ARGS; i++) {
+  for (i = 0; i < nArg; i++) {
     pInfo->aConstraintUsage[aiUsable[i]].argvIndex = i + 1;
     pInfo->aConstraintUsage[aiUsable[i]].omit = 1;
+  }
+  return SQLITE_OK;
+}
+
+/* Every argument an equality on its hidden column (evidencePlanArgs); a full plan
+** reads only the columns the statement uses. */
+static int eligibleBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
+  int missing = 0;
+  int rc = evidencePlanArgs(pInfo, ELIGIBLE_SCOPE_TENANT, ELIGIBLE_N_ARGS, &missing);
+  (void)pVtab;
+  if (rc != SQLITE_OK) return rc;
+  if (missing) {
+    pInfo->idxNum = missing << ELIGIBLE_MISSING_SHIFT;
+    return SQLITE_OK;
   }
   pInfo->idxNum = columnsToRead(pInfo->colUsed);
   pInfo->estimatedCost = 100.0;

@@ -41,6 +41,7 @@ enum {
 };
 
 #define SV_N_ARGS 5
+_Static_assert(SV_N_ARGS <= EVIDENCE_MAX_ARGS, "evidencePlanArgs plans at most EVIDENCE_MAX_ARGS arguments");
 #define SV_MISSING_SHIFT 16
 #define SV_MAX_LIMIT 10
 
@@ -268,33 +269,15 @@ static int svRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid) {
   return SQLITE_OK;
 }
 
-/* As evidence_eligible's xBestIndex: every argument an equality on its hidden column;
-** a plan lacking one is priced out, and reports it if it is all there is. */
+/* Every argument an equality on its hidden column (evidencePlanArgs). */
 static int svBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
-  int aiUsable[SV_N_ARGS] = {-1, -1, -1, -1, -1};
-  int abSeen[SV_N_ARGS] = {0, 0, 0, 0, 0};
-  int i, missing = 0;
+  int missing = 0;
+  int rc = evidencePlanArgs(pInfo, SV_ARG_TENANT, SV_N_ARGS, &missing);
   (void)pVtab;
-  for (i = 0; i < pInfo->nConstraint; i++) {
-    const struct sqlite3_index_constraint *pCons = &pInfo->aConstraint[i];
-    int iArg = pCons->iColumn - SV_ARG_TENANT;
-    if (iArg < 0 || iArg >= SV_N_ARGS || pCons->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-    abSeen[iArg] = 1;
-    if (pCons->usable && aiUsable[iArg] < 0) aiUsable[iArg] = i;
-  }
-  for (i = 0; i < SV_N_ARGS; i++) {
-    if (!abSeen[i]) missing |= 1 << i;
-    if (abSeen[i] && aiUsable[i] < 0) return SQLITE_CONSTRAINT;
-  }
+  if (rc != SQLITE_OK) return rc;
   if (missing) {
     pInfo->idxNum = missing << SV_MISSING_SHIFT;
-    pInfo->estimatedCost = 1e300;
-    pInfo->estimatedRows = (sqlite3_int64)1 << 62;
     return SQLITE_OK;
-  }
-  for (i = 0; i < SV_N_ARGS; i++) {
-    pInfo->aConstraintUsage[aiUsable[i]].argvIndex = i + 1;
-    pInfo->aConstraintUsage[aiUsable[i]].omit = 1;
   }
   pInfo->idxNum = 0;
   pInfo->estimatedCost = 10.0;

@@ -44,6 +44,21 @@ const char *evidenceRealToInt64(double r, sqlite3_int64 *piOut);
 int evidenceCheckArgs(const char *zFunc, sqlite3_value **argv, int n, const int *aWant,
                       const char *const *azName, sqlite3_int64 *aInt, char **pzErr);
 
+/* The most arguments a table-valued function of this extension takes. */
+#define EVIDENCE_MAX_ARGS 8
+
+/* Plans the required arguments of a table-valued function: the hidden columns
+** iFirst .. iFirst + nArg - 1 (nArg <= EVIDENCE_MAX_ARGS), each an equality.
+** Returns SQLITE_CONSTRAINT when an argument's constraint is unusable in this plan
+** (it depends on a table joined later), so that SQLite tries another order. Otherwise
+** SQLITE_OK, with *pMissing the bits of the arguments that have no equality at all:
+**   0     every argument is passed to xFilter, in order, as argv[0 .. nArg - 1]; the
+**         caller sets idxNum and the cost of its plan;
+**   else  the plan is priced out of any real choice (SQLite also plans the terms of an
+**         OR alone, so it is not refused), and the caller puts *pMissing in idxNum, so
+**         that xFilter can name the arguments left out if this plan is all there is. */
+int evidencePlanArgs(sqlite3_index_info *pInfo, int iFirst, int nArg, int *pMissing);
+
 /* Registration of each part, called by evidenceRegister(). */
 int evidenceOverlapRegister(sqlite3 *db);
 int evidenceEligibleRegister(sqlite3 *db, EvidenceScanStats **ppStats);
