@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .core import validation
+from .core import strict_json, validation
 from .core.errors import StoreError, ValidationError
 from .core.limits import DEFAULT_LIMITS, Limits
 from .core.records import Record, Version
@@ -365,18 +365,6 @@ def _size_of(handle: IO[bytes]) -> int | None:
 Row = tuple[str, dict[str, Any] | Problem]
 
 
-class _RepeatedKey(Exception):
-    """A JSON object names a key twice; json.loads would silently keep the last."""
-
-
-def _object_without_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    value = dict(pairs)
-    if len(value) != len(pairs):
-        keys = [key for key, _ in pairs]
-        raise _RepeatedKey(next(key for index, key in enumerate(keys) if key in keys[:index]))
-    return value
-
-
 # A UTF-8 byte order mark, which spreadsheets and Windows editors put before the first line.
 _BOM = b"\xef\xbb\xbf"
 
@@ -394,15 +382,11 @@ def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
         if not line.strip():
             continue  # blank lines (a trailing newline, spacing) are not records
         try:
-            value = json.loads(line, object_pairs_hook=_object_without_repeats)
-        except _RepeatedKey as exc:
-            yield where, Problem(where, None, f"names the key {exc.args[0]!r} twice; give each field once")
-            continue
-        except json.JSONDecodeError as exc:
-            yield where, Problem(where, None, f"is not valid JSON ({exc.msg}, column {exc.colno})")
-            continue
-        except (ValueError, RecursionError):  # a number over the int digit limit, or nesting too deep
-            yield where, Problem(where, None, "is not valid JSON (a number too long or nesting too deep)")
+            value = strict_json.loads(line)
+        except strict_json.JsonRefused as exc:
+            bad = exc.decode_error  # each line is parsed alone: its column says where
+            reason = f"is not valid JSON ({bad.msg}, column {bad.colno})" if bad else str(exc)
+            yield where, Problem(where, None, reason)
             continue
         if not isinstance(value, dict):
             yield where, Problem(where, None, f"must be a JSON object, got {type(value).__name__}")

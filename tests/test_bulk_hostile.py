@@ -31,9 +31,12 @@ def test_a_huge_number_or_deep_nesting_in_jsonl_is_a_bad_line(open_store: Any) -
     store = open_store()
     huge = ("{" + GOOD + ',"expires_at":' + "9" * 5000 + "}\n").encode()
     deep = b"[" * 100000 + b"]" * 100000 + b"\n"
-    for data in (huge, deep):
-        problems = refused(store, data, "jsonl")
-        assert problems == ["line 1: is not valid JSON (a number too long or nesting too deep)"]
+    expected = [
+        (huge, "line 1: holds a number of 5,000 characters; at most 100 are accepted"),
+        (deep, "line 1: nests deeper than 64 levels"),
+    ]
+    for data, problem in expected:
+        assert refused(store, data, "jsonl") == [problem]
     assert store.history(tenant="a", record_id="r") == ()
 
 
@@ -123,7 +126,25 @@ def test_a_csv_body_under_the_body_limit_is_read_and_the_csv_limit_restored(open
 def test_a_jsonl_line_naming_a_key_twice_is_a_bad_line(open_store: Any) -> None:
     store = open_store()
     data = ('{"tenant":"b",' + GOOD + ',"expires_at":9}\n').encode()
-    assert refused(store, data, "jsonl") == ["line 1: names the key 'tenant' twice; give each field once"]
+    assert refused(store, data, "jsonl") == ["line 1: repeats the key 'tenant' in one object"]
+
+
+def test_a_jsonl_line_with_nan_or_infinity_is_a_bad_line(open_store: Any) -> None:
+    store = open_store()
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        data = ("{" + GOOD + ',"expires_at":' + constant + "}\n").encode()
+        reason = f"is not valid JSON: {constant} is not a number JSON allows"
+        assert refused(store, data, "jsonl") == [f"line 1: {reason}"]
+    assert store.history(tenant="a", record_id="r") == ()
+
+
+def test_a_huge_repeated_key_is_quoted_cut_short(open_store: Any) -> None:
+    store = open_store()
+    key = "k" * 1_000_000
+    data = ('{"' + key + '":1,"' + key + '":2}\n').encode()
+    (problem,) = refused(store, data, "jsonl")
+    assert problem.startswith("line 1: repeats the key 'kkk") and problem.endswith("... in one object")
+    assert len(problem) < 200
 
 
 HEADER = b"tenant,record_id,revision,kind,body,source,expires_at\n"

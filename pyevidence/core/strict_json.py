@@ -1,0 +1,112 @@
+"""JSON from outside, read strictly: the one parser for every JSON text pyevidence does
+not trust, a ranking service's reply (ranking/remote_reply.py) and each line of a JSONL
+import (bulk.py).
+
+Python's json.loads lets through what an untrusted sender can use to mislead or to make
+the reader work hard. Refused here, each with a reason that names it:
+- a key repeated in one object: which value counts depends on the parser;
+- NaN, Infinity and -Infinity: not JSON (RFC 8259);
+- a number literal over MAX_NUMBER_CHARS characters: no finite double needs that many,
+  and int() of a huge literal is slow (Python stops at 4,300 digits, not sooner);
+- nesting deeper than ``max_depth``: a fixed bound, so the answer does not depend on the
+  caller's stack;
+- anything json.loads refuses.
+
+A reason quotes the text's pieces through shown(), so a hostile text cannot make a
+reason of megabytes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# The longest number literal accepted: a float needs about 25 characters.
+MAX_NUMBER_CHARS = 100
+# The deepest nesting accepted unless the caller says otherwise.
+MAX_DEPTH = 64
+_LONG_NUMBER = re.compile(f"[-+.0-9eE]{{{MAX_NUMBER_CHARS + 1}}}")
+
+
+class JsonRefused(ValueError):
+    """Why a JSON text was refused, phrased to follow its subject: "the reply " + str(exc).
+    ``decode_error`` is json's own error when the text is not JSON at all, for a caller
+    that shows where (a line's column)."""
+
+    def __init__(self, problem: str, decode_error: json.JSONDecodeError | None = None) -> None:
+        super().__init__(problem)
+        self.decode_error = decode_error
+
+
+def shown(value: object, form: Any = repr, limit: int = 80) -> str:
+    """``value`` as a reason shows it: repr (or str) cut to ``limit`` characters."""
+    text = str(form(value))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
+    """The JSON value of ``text``, or JsonRefused saying what is wrong with it."""
+    too_deep = f"nests deeper than {max_depth} levels"
+    # Each number is checked (a Python call per number) only if the text has a run of
+    # number characters long enough to hold a literal over the limit, which is rare.
+    lengths_checked = (
+        {"parse_int": _number(int), "parse_float": _number(float)} if _LONG_NUMBER.search(text) else {}
+    )
+    try:
+        document = json.loads(
+            text, object_pairs_hook=_object, parse_constant=_refuse_constant, **lengths_checked
+        )
+    except JsonRefused:
+        raise
+    except RecursionError:
+        raise JsonRefused(too_deep) from None
+    except json.JSONDecodeError as exc:
+        raise JsonRefused(f"is not valid JSON: {exc}", exc) from None
+    except ValueError as exc:  # NaN and Infinity
+        raise JsonRefused(f"is not valid JSON: {exc}") from None
+    # Nesting needs at least as many brackets as levels: most texts are not walked.
+    if text.count("[") + text.count("{") > max_depth and _nests_deeper(document, max_depth):
+        raise JsonRefused(too_deep)
+    return document
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _number(kind: type[int] | type[float]) -> Any:
+    def parse(literal: str) -> int | float:
+        if len(literal) > MAX_NUMBER_CHARS:
+            raise JsonRefused(
+                f"holds a number of {len(literal):,} characters; at most {MAX_NUMBER_CHARS} are accepted"
+            )
+        return kind(literal)
+
+    return parse
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different."""
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise JsonRefused(f"repeats the key {shown(key)} in one object")
+            seen.add(key)
+    return document
+
+
+def _nests_deeper(document: Any, limit: int) -> bool:
+    """Whether containers nest more than ``limit`` deep: one level at a time, so a
+    long flat array costs one pass, not one Python call per element."""
+    level = [document] if type(document) in (dict, list) else []
+    for _ in range(limit):
+        level = [
+            child
+            for value in level
+            for child in (value.values() if type(value) is dict else value)
+            if type(child) in (dict, list)
+        ]
+    return bool(level)
