@@ -41,8 +41,9 @@ from dataclasses import asdict, dataclass
 
 from ..core.errors import ValidationError
 from ..core.records import DEGRADED, OK, UNAVAILABLE, Candidate, Retrieval, ScorerCost
+from ..core.strict_json import shown
 from .http_transport import BoundedConnection
-from .remote_reply import Unavailable, parse_scores, read_body, shown
+from .remote_reply import Unavailable, parse_scores, read_body
 from .remote_request import candidate_json, request_body, request_headers, request_target
 from .scoring import Scorer, order, rank, scorer_name
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..core.errors import ValidationError
 from ..core.records import Candidate
-from .remote_reply import shown
+from ..core.strict_json import shown
 
 # The characters of a header name (RFC 9110 "token").
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
