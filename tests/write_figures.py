@@ -5,8 +5,9 @@
 Loads the benchmark corpus (N eligible records and the distractors, as mappings, made once by
 this checkout) into a new file with put_many, in batches, once per tree, engine and round.
 Each load runs in its own process with that tree's pyevidence first on the path, the trees
-interleaved; it prints every round and the medians. A tree is a checkout with its extension built in place
-(`python setup.py build_ext --inplace`). Without --trees it measures this checkout alone.
+interleaved; it prints every round and the medians, and the size of each tree's file. A
+tree is a checkout with its extension built in place (`python setup.py build_ext --inplace`).
+Without --trees it measures this checkout alone.
 With --switch it times batches on either side of the size from which put_many runs unchecked
 (docs/performance.md, "Unchecked batches").
 """
@@ -24,16 +25,20 @@ import time
 from pathlib import Path
 
 
-def _load(corpus: Path, batch: int, engine: str) -> float:
-    """records/s of one load of the pickled records into a new file, in this process."""
+def _load(corpus: Path, batch: int, engine: str) -> tuple[float, int]:
+    """records/s of one load of the pickled records into a new file, in this process, and
+    the file's size in bytes once the store is closed (its WAL checkpointed)."""
     from pyevidence import EvidenceStore
 
     records = pickle.loads(corpus.read_bytes())
-    with tempfile.TemporaryDirectory() as tmp, EvidenceStore(Path(tmp) / "s.db", engine=engine) as store:
-        started = time.perf_counter()
-        for i in range(0, len(records), batch):
-            store.put_many(records[i : i + batch])
-        return len(records) / (time.perf_counter() - started)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "s.db"
+        with EvidenceStore(path, engine=engine) as store:
+            started = time.perf_counter()
+            for i in range(0, len(records), batch):
+                store.put_many(records[i : i + batch])
+            rate = len(records) / (time.perf_counter() - started)
+        return rate, path.stat().st_size
 
 
 def _around_the_switch(engine: str, rounds: int) -> None:
@@ -78,7 +83,7 @@ def main() -> None:
             _around_the_switch(engine, 4 * args.rounds)
         return
     if args.one:
-        print(_load(Path(args.one[0]), args.batch, args.one[1]))
+        print(*_load(Path(args.one[0]), args.batch, args.one[1]))
         return
     # The records are made here, by this checkout, and handed to every tree as the same
     # plain mappings: an older tree may not have the corpus module, or the same one.
@@ -90,23 +95,26 @@ def main() -> None:
         corpus = Path(tmp) / "corpus.pickle"
         corpus.write_bytes(pickle.dumps([asdict(r) for r in Corpus.make().records(args.eligible)]))
         rates = _rounds(corpus, args)
-    print("\n| tree | engine | median records/s | rounds |\n| --- | --- | ---: | --- |")
+    print("\n| tree | engine | median records/s | rounds | file MB |\n| --- | --- | ---: | --- | ---: |")
     for (tree, engine), found in rates.items():
-        shown = " / ".join(f"{r:,.0f}" for r in found)
-        print(f"| {tree} | {engine} | {statistics.median(found):,.0f} | {shown} |")
+        shown = " / ".join(f"{r:,.0f}" for r, _ in found)
+        rate, size = statistics.median(r for r, _ in found), statistics.median(b for _, b in found) / 1e6
+        print(f"| {tree} | {engine} | {rate:,.0f} | {shown} | {size:,.1f} |")
 
 
-def _rounds(corpus: Path, args: argparse.Namespace) -> dict[tuple[str, str], list[float]]:
-    rates: dict[tuple[str, str], list[float]] = {}
+def _rounds(corpus: Path, args: argparse.Namespace) -> dict[tuple[str, str], list[tuple[float, int]]]:
+    """(records/s, file bytes) of each load, by tree and engine."""
+    rates: dict[tuple[str, str], list[tuple[float, int]]] = {}
     for round_ in range(args.rounds):
         for tree in args.trees:
             for engine in args.engines.split(","):
                 env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve())}
                 command = [sys.executable, __file__, "--one", str(corpus), engine, "--batch", str(args.batch)]
                 out = subprocess.run(command, env=env, check=True, capture_output=True, text=True, cwd=tree)
-                rate = float(out.stdout.split()[-1])
-                rates.setdefault((tree, engine), []).append(rate)
-                print(f"round {round_ + 1}: {tree} {engine} {rate:,.0f} records/s", flush=True)
+                rate, size = out.stdout.split()[-2:]
+                rates.setdefault((tree, engine), []).append((float(rate), int(size)))
+                shown = f"{float(rate):,.0f} records/s, {int(size):,} bytes"
+                print(f"round {round_ + 1}: {tree} {engine} {shown}", flush=True)
     return rates
 
 
