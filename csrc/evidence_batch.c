@@ -47,8 +47,9 @@ enum { BATCH_HEAD, BATCH_SEQ, BATCH_VERSION, BATCH_CURRENT, BATCH_VECTOR_DROP, N
 #define BATCH_UNCHECKED_MIN 256
 
 static const char *const azBatchSql[N_BATCH_STMT] = {
-    /* BATCH_HEAD: the tenant's last link (none: a new chain) */
-    "SELECT chain_seq, chain_hash FROM evidence_versions WHERE tenant = ? ORDER BY chain_seq DESC LIMIT 1",
+    /* BATCH_HEAD: the tenant's last link (none: a new chain), its hash as the hex the chain hashes */
+    "SELECT chain_seq, lower(hex(chain_hash)) FROM evidence_versions WHERE tenant = ? ORDER BY chain_seq DESC"
+    " LIMIT 1",
     /* BATCH_SEQ: the record's last version, NULL when it has none */
     "SELECT max(seq) FROM evidence_versions WHERE tenant = ? AND record_id = ?",
     /* BATCH_VERSION: pyevidence/storage/schema.py:VERSION_APPEND_SQL */
@@ -250,9 +251,14 @@ static int batchLink(sqlite3 *db, EvidenceBatch *p, const EvidencePut *aRec, siz
   return rc;
 }
 
+/* Appends version v of record r, its hashes stored as the 32 bytes they stand for. */
 static int batchWriteVersion(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r, const BatchVersion *v) {
   sqlite3_stmt *pStmt = 0;
+  unsigned char aContent[32], aChain[32];
   int rc = batchStmt(db, p, BATCH_VERSION, &pStmt);
+  if (!evidenceHashBytes(v->zContent, 64, aContent) || !evidenceHashBytes(v->zChain, 64, aChain)) {
+    rc = SQLITE_INTERNAL; /* evidenceHashFinish writes 64 lowercase hex digits: never */
+  }
   if (rc == SQLITE_OK) rc = bindText(pStmt, 1, r->tenant, r->tenant_len);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 2, v->chainSeq);
   if (rc == SQLITE_OK) rc = bindText(pStmt, 3, r->record_id, r->record_id_len);
@@ -262,8 +268,8 @@ static int batchWriteVersion(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r
   if (rc == SQLITE_OK) rc = bindText(pStmt, 7, r->body, r->body_len);
   if (rc == SQLITE_OK) rc = bindText(pStmt, 8, r->source, r->source_len);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 9, r->expires_at);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 10, v->zContent, 64);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 11, v->zChain, 64);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_blob(pStmt, 10, aContent, 32, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_blob(pStmt, 11, aChain, 32, SQLITE_STATIC);
   return batchStep(pStmt, rc);
 }
 

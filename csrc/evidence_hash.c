@@ -19,6 +19,11 @@
 **
 ** SHA-256 itself is FIPS 180-4, written out here so the extension needs no
 ** crypto library; tests compare it with Python's hashlib.
+**
+** evidence_hash_bytes(hex) is the 32-byte blob that a value of evidence_sha256()
+** stands for: evidence_versions stores its hashes so (schema version 8), and
+** lower(hex(blob)) gives the hex back. It takes exactly 64 lowercase hex digits, or
+** NULL (NULL); anything else is an error, so no other value becomes a hash.
 */
 #include <stdint.h>
 #include <string.h>
@@ -239,8 +244,47 @@ static void sha256Func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   sqlite3_result_text(ctx, zHex, 64, SQLITE_TRANSIENT);
 }
 
+int evidenceHashBytes(const char *zHex, size_t nHex, unsigned char aOut[32]) {
+  size_t i;
+  if (nHex != 64) return 0;
+  for (i = 0; i < 64; i++) {
+    char c = zHex[i];
+    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0) return 0;
+    if (i % 2 == 0) {
+      aOut[i / 2] = (unsigned char)(v << 4);
+    } else {
+      aOut[i / 2] |= (unsigned char)v;
+    }
+  }
+  return 1;
+}
+
+static void hashBytesFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  unsigned char aOut[32];
+  int eType = sqlite3_value_type(argv[0]);
+  (void)argc;
+  if (eType == SQLITE_NULL) return; /* NULL in, NULL out */
+  if (eType == SQLITE_TEXT) {
+    const char *z = (const char *)sqlite3_value_text(argv[0]);
+    if (z == 0) {
+      sqlite3_result_error_nomem(ctx);
+      return;
+    }
+    if (evidenceHashBytes(z, (size_t)sqlite3_value_bytes(argv[0]), aOut)) {
+      sqlite3_result_blob(ctx, aOut, 32, SQLITE_TRANSIENT);
+      return;
+    }
+  }
+  sqlite3_result_error(
+      ctx, "evidence_hash_bytes(): takes 64 lowercase hex digits (a value of evidence_sha256())", -1);
+}
+
 int evidenceHashRegister(sqlite3 *db) {
   /* INNOCUOUS: the triggers of schema.sql call it, also under trusted_schema=OFF. */
   const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
-  return sqlite3_create_function(db, "evidence_sha256", -1, flags, 0, sha256Func, 0, 0);
+  int rc = sqlite3_create_function(db, "evidence_sha256", -1, flags, 0, sha256Func, 0, 0);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function(db, "evidence_hash_bytes", 1, flags, 0, hashBytesFunc, 0, 0);
+  return rc;
 }

@@ -32,5 +32,8 @@ void evidenceHashText(EvidenceHash *s, const char *z, size_t n);
 void evidenceHashInt(EvidenceHash *s, int64_t i);
 /* Pads, finishes and writes the digest as 64 hex digits and a NUL. */
 void evidenceHashFinish(EvidenceHash *s, char zHex[65]);
+/* The 32 bytes that nHex lowercase hex digits stand for, into aOut: 1, or 0 when
+** they are not exactly 64 such digits (evidence_hash_bytes(), the stored form). */
+int evidenceHashBytes(const char *zHex, size_t nHex, unsigned char aOut[32]);
 
 #endif /* EVIDENCE_HASH_H */

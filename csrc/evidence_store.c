@@ -316,8 +316,9 @@ static const char *const azReadOnlyFunction[] = {
     "jsonb_array", "jsonb_extract", "jsonb_group_array", "jsonb_group_object", "jsonb_insert", "jsonb_object",
     "jsonb_patch", "jsonb_remove", "jsonb_replace", "jsonb_set",
     /* pyevidence's own */
-    "evidence_sha256", "evidence_tokens", "evidence_version", "token_overlap", "evidence_token_list",
-    "evidence_docset_with", "evidence_docset_without", "evidence_docset_union", "evidence_eligible_count",
+    "evidence_sha256", "evidence_hash_bytes", "evidence_tokens", "evidence_version", "token_overlap",
+    "evidence_token_list", "evidence_docset_with", "evidence_docset_without", "evidence_docset_union",
+    "evidence_eligible_count",
     /* sqlite-vec's vector arithmetic, once the store has loaded it for vector ranking */
     "vec_add", "vec_bit", "vec_distance_cosine", "vec_distance_hamming", "vec_distance_l1", "vec_distance_l2",
     "vec_f32", "vec_int8", "vec_length", "vec_normalize", "vec_quantize_binary", "vec_quantize_int8",

@@ -119,7 +119,7 @@ def test_a_version_4_store_is_upgraded_with_its_index_built(engine: str, tmp_pat
     v4_store(path)
     seen: list[tuple[int, int]] = []
     with EvidenceStore(path, engine=engine, progress=lambda done, total: seen.append((done, total))) as store:
-        assert user_version(path) == schema.SCHEMA_VERSION == 7
+        assert user_version(path) == schema.SCHEMA_VERSION == 8
         assert_index_is_correct(store, path)
     total = len(ROWS) + 1  # the moved record counts once, the forgotten one not at all
     assert seen[0] == (0, total) and seen[-1] == (total, total)
@@ -212,7 +212,7 @@ def test_a_failure_during_the_build_leaves_the_file_at_version_4(
     monkeypatch.setattr(maintain, "_DOC_INSERT_SQL", "INSERT INTO no_such_table VALUES (?, ?, ?, ?)")
     with pytest.raises(
         SchemaError,
-        match=r"could not be upgraded from pyevidence schema version 4 to 7 "
+        match=rf"could not be upgraded from pyevidence schema version 4 to {schema.SCHEMA_VERSION} "
         r"\(building the token index\), and is left as it was",
     ):
         EvidenceStore(path, engine=engine)

@@ -222,8 +222,8 @@ def _version(path: Path, seq: int) -> tuple[Any, ...]:
     conn = sqlite3.connect(path)
     try:
         row = conn.execute(
-            "SELECT tenant, revision, expires_at, record_id, kind, body, source, seq, content_hash"
-            " FROM evidence_versions WHERE record_id = 'r1' AND seq = ?",
+            "SELECT tenant, revision, expires_at, record_id, kind, body, source, seq,"
+            " lower(hex(content_hash)) FROM evidence_versions WHERE record_id = 'r1' AND seq = ?",
             (seq,),
         ).fetchone()
         return tuple(row)
@@ -236,7 +236,7 @@ def _next_link(path: Path, record_id: str, operation: str, content: tuple[Any, .
     conn = sqlite3.connect(path)
     try:
         chain_seq, previous = conn.execute(
-            "SELECT chain_seq, chain_hash FROM evidence_versions WHERE tenant = 'team-a'"
+            "SELECT chain_seq, lower(hex(chain_hash)) FROM evidence_versions WHERE tenant = 'team-a'"
             " ORDER BY chain_seq DESC LIMIT 1"
         ).fetchone()
         (seq,) = conn.execute(
@@ -253,8 +253,27 @@ def _next_link(path: Path, record_id: str, operation: str, content: tuple[Any, .
         fields = (None, None, None, None, None)
         digest = versions.forget_hash("team-a", record_id, seq)
     link = versions.chain_hash(previous, chain_seq + 1, record_id, seq, operation, digest)
-    values = ("team-a", chain_seq + 1, record_id, seq, operation, *fields, digest, link)
-    shown = ", ".join("NULL" if v is None else repr(v) if isinstance(v, str) else str(v) for v in values)
+    # the hashes as the 32-byte blobs the table stores
+    values = (
+        "team-a",
+        chain_seq + 1,
+        record_id,
+        seq,
+        operation,
+        *fields,
+        bytes.fromhex(digest),
+        bytes.fromhex(link),
+    )
+    shown = ", ".join(
+        "NULL"
+        if v is None
+        else f"X'{v.hex()}'"
+        if isinstance(v, bytes)
+        else repr(v)
+        if isinstance(v, str)
+        else str(v)
+        for v in values
+    )
     return (
         "INSERT {policy}INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, revision, kind,"
         f" body, source, expires_at, content_hash, chain_hash) VALUES ({shown})"

@@ -121,14 +121,21 @@ def foreign_db(path: Path, script: str) -> bytes:
     ("script", "message"),
     [
         ("CREATE TABLE notes (x);", "already holds notes"),
-        ("CREATE TABLE evidence (x); PRAGMA user_version = 7;", "missing or altered: evidence"),
+        (
+            f"CREATE TABLE evidence (x); PRAGMA user_version = {schema.SCHEMA_VERSION};",
+            "missing or altered: evidence",
+        ),
+        ("CREATE TABLE evidence (x); PRAGMA user_version = 7;", "version 7 but its tables differ"),
         ("CREATE TABLE evidence (x); PRAGMA user_version = 6;", "version 6 but its tables differ"),
         ("CREATE TABLE evidence (x); PRAGMA user_version = 5;", "version 5 but its tables differ"),
         ("CREATE TABLE evidence (x); PRAGMA user_version = 4;", "version 4 but its tables differ"),
         ("CREATE TABLE evidence (x); PRAGMA user_version = 3;", "version 3 but its tables differ"),
         ("CREATE TABLE evidence (x); PRAGMA user_version = 2;", "version 2 but its tables differ"),
         ("CREATE TABLE evidence (x); PRAGMA user_version = 1;", "version 1 but its tables differ"),
-        ("PRAGMA user_version = 8;", "schema version 8, newer than this release"),
+        (
+            f"PRAGMA user_version = {schema.SCHEMA_VERSION + 1};",
+            f"schema version {schema.SCHEMA_VERSION + 1}, newer than this release",
+        ),
         ("CREATE TABLE evidence (x);", "already holds evidence"),
     ],
 )

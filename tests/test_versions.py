@@ -42,6 +42,35 @@ def test_c_hash_equals_python_hash(values: list[Any]) -> None:
         assert store.query(f"SELECT evidence_sha256({marks})", values).rows[0][0] == sha256_fields(*values)
 
 
+# evidence_hash_bytes(): hex digits, hashes, near misses (case, length, other letters), other types
+hash_bytes_arguments = (
+    st.none()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.binary(max_size=40)
+    | st.text(alphabet="0123456789abcdefABCDEFgx", min_size=62, max_size=66)
+    | fields.map(lambda values: sha256_fields(*values))
+)
+
+
+@needs_native
+@given(value=hash_bytes_arguments)
+def test_c_hash_bytes_equals_python_hash_bytes(value: Any) -> None:
+    """The stored form of a hash: the same bytes from C and Python, or an error from both."""
+    try:
+        expected: Any = sql_functions.hash_bytes(value)
+    except ValueError:
+        expected = "error"
+    with EvidenceStore(":memory:", engine="native") as store:
+        try:
+            got = store.query("SELECT evidence_hash_bytes(?)", [value]).rows[0][0]
+        except StoreError as exc:
+            assert "takes 64 lowercase hex digits" in str(exc)
+            got = "error"
+    assert got == expected
+    if isinstance(value, str) and expected != "error":
+        assert expected.hex() == value and len(expected) == 32
+
+
 def test_hash_encoding_keeps_fields_apart() -> None:
     assert sha256_fields("ab", "c") != sha256_fields("a", "bc")
     assert len({sha256_fields(None), sha256_fields(""), sha256_fields(0), sha256_fields("0")}) == 4
@@ -275,9 +304,8 @@ def _three_versions(open_store: Any, path: Path) -> None:
         ),
         (
             [
-                "UPDATE evidence_versions SET chain_hash = '"
-                + "0" * 64
-                + "' WHERE tenant = 'team-a' AND chain_seq = 1"
+                "UPDATE evidence_versions SET chain_hash = zeroblob(32)"
+                " WHERE tenant = 'team-a' AND chain_seq = 1"
             ],
             1,
             "chain hash does not match",

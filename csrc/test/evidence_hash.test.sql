@@ -36,3 +36,22 @@ SELECT evidence_sha256('x', 1.5);
 -- error: evidence_sha256(): argument 1 is a blob; it takes only text, integers and NULL
 SELECT evidence_sha256(x'00');
 SELECT count(*) = 1 FROM pragma_function_list WHERE name = 'evidence_sha256' AND narg = -1;
+
+-- evidence_hash_bytes(): the 32 bytes a value of evidence_sha256() stands for, and back.
+SELECT evidence_hash_bytes('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855')
+       = x'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+SELECT lower(hex(evidence_hash_bytes(evidence_sha256('abc')))) = evidence_sha256('abc');
+SELECT typeof(evidence_hash_bytes(evidence_sha256(1))) = 'blob' AND length(evidence_hash_bytes(evidence_sha256(1))) = 32;
+SELECT evidence_hash_bytes(NULL) IS NULL;
+-- error: evidence_hash_bytes(): takes 64 lowercase hex digits (a value of evidence_sha256())
+SELECT evidence_hash_bytes('E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855');
+-- error: evidence_hash_bytes(): takes 64 lowercase hex digits (a value of evidence_sha256())
+SELECT evidence_hash_bytes('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b85');
+-- error: evidence_hash_bytes(): takes 64 lowercase hex digits (a value of evidence_sha256())
+SELECT evidence_hash_bytes('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b8555');
+-- error: evidence_hash_bytes(): takes 64 lowercase hex digits (a value of evidence_sha256())
+SELECT evidence_hash_bytes('g3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+-- error: evidence_hash_bytes(): takes 64 lowercase hex digits (a value of evidence_sha256())
+SELECT evidence_hash_bytes(x'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+-- error: evidence_hash_bytes(): takes 64 lowercase hex digits (a value of evidence_sha256())
+SELECT evidence_hash_bytes(42);

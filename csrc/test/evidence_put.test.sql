@@ -10,7 +10,9 @@ SELECT typeof(expires_at) = 'integer' AND expires_at = 1000
                                       'queue lag', 'runbook://q', 1000)
   FROM evidence WHERE record_id = 'as-real';
 SELECT typeof(expires_at) = 'integer' AND expires_at = 1000
-   AND chain_hash = evidence_sha256('pyevidence chain 2', '', 1, 'as-real', 1, 'put', content_hash)
+   AND chain_hash = evidence_hash_bytes(evidence_sha256('pyevidence chain 2', '', 1, 'as-real', 1, 'put',
+                                                         lower(hex(content_hash))))
+   AND typeof(content_hash) = 'blob' AND length(content_hash) = 32
   FROM evidence_versions WHERE record_id = 'as-real';
 SELECT count(*) = 1 FROM evidence_eligible('team-a', 'v1', 999) WHERE record_id = 'as-real';
 

@@ -21,7 +21,7 @@ from ..core.errors import SchemaError, StoreError
 from . import sqlite_file
 from .index import rebuild
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # Connection settings, applied by prepare() on every connection of both engines.
 # The busy timeout makes a writer wait for a lock instead of failing at once.
@@ -98,8 +98,11 @@ FORGET_SQL = "DELETE FROM evidence_current WHERE tenant = ?1 AND record_id = ?2"
 # tests/test_write_path.py keeps the C copies equal to these. Plain ? placeholders, each
 # used once in order: the Python engine binds tuples (numbered ones want a mapping
 # from Python 3.12 on), C binds by index.
+# The chain head's hash as the hex that the next link hashes; the writers append the
+# hashes as the 32 bytes they stand for (schema.sql, schema version 8).
 CHAIN_HEAD_SQL = (
-    "SELECT chain_seq, chain_hash FROM evidence_versions WHERE tenant = ? ORDER BY chain_seq DESC LIMIT 1"
+    "SELECT chain_seq, lower(hex(chain_hash)) FROM evidence_versions WHERE tenant = ?"
+    " ORDER BY chain_seq DESC LIMIT 1"
 )
 # The Python engine asks for many records at once, over an IN list (PythonEngine._latest_seqs).
 LATEST_SEQ_SQL = "SELECT max(seq) FROM evidence_versions WHERE tenant = ? AND record_id = ?"
@@ -293,6 +296,7 @@ MIGRATIONS = {
     4: ("schema_v4.sql", "v4_to_v5.sql"),
     5: ("schema_v5.sql", "v5_to_v6.sql"),
     6: ("schema_v6.sql", "v6_to_v7.sql"),
+    7: ("schema_v7.sql", "v7_to_v8.sql"),
 }
 # The upgrades that create the token index (version 4 to 5): after them the index is
 # built from the rows, in the same transaction, before anything is committed.

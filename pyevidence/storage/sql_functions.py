@@ -9,6 +9,7 @@ prove each pair equal. A raw-SQL writer on a stdlib connection calls
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 from ..core.hashing import sha256_fields
@@ -45,10 +46,25 @@ def token_list(text: object) -> str | None:
     return "[" + ",".join(f'"{token}"' for token in sorted(token_set(text))) + "]"
 
 
+def hash_bytes(value: object) -> bytes | None:
+    """evidence_hash_bytes(hex): the 32 bytes that a value of evidence_sha256() (64
+    lowercase hex digits) stands for, as schema.sql stores hashes; NULL for NULL."""
+    if value is None:
+        return None
+    if isinstance(value, str) and len(value) == 64 and _LOWER_HEX.fullmatch(value):
+        return bytes.fromhex(value)
+    raise ValueError("evidence_hash_bytes(): takes 64 lowercase hex digits (a value of evidence_sha256())")
+
+
+_LOWER_HEX = re.compile("[0-9a-f]{64}")
+
+
 def register(conn: sqlite3.Connection) -> None:
-    """Registers evidence_sha256(), evidence_utf8_valid(), evidence_writer_vouches(), and the
-    token index's evidence_token_list() and evidence_docset_*() on a stdlib connection."""
+    """Registers evidence_sha256(), evidence_hash_bytes(), evidence_utf8_valid(),
+    evidence_writer_vouches(), and the token index's evidence_token_list() and
+    evidence_docset_*() on a stdlib connection."""
     conn.create_function("evidence_sha256", -1, sha256_fields, deterministic=True)
+    conn.create_function("evidence_hash_bytes", 1, hash_bytes, deterministic=True)
     conn.create_function("evidence_utf8_valid", 1, utf8_valid, deterministic=True)
     conn.create_function("evidence_writer_vouches", 0, not_vouching)
     conn.create_function("evidence_token_list", 1, token_list, deterministic=True)

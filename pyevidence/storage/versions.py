@@ -19,8 +19,10 @@ CONTENT_TAG = "pyevidence content 2"
 FORGET_TAG = "pyevidence forget 2"
 CHAIN_TAG = "pyevidence chain 2"
 
+# The hashes as the hex that evidence_sha256() gives (the table stores their bytes).
 _COLUMNS = (
-    "record_id, seq, operation, content_hash, chain_seq, chain_hash, revision, kind, body, source, expires_at"
+    "record_id, seq, operation, lower(hex(content_hash)), chain_seq, lower(hex(chain_hash)),"
+    " revision, kind, body, source, expires_at"
 )
 HISTORY_SQL = f"SELECT {_COLUMNS} FROM evidence_versions WHERE tenant = ?1 AND record_id = ?2 ORDER BY seq"
 VERSION_SQL = f"SELECT {_COLUMNS} FROM evidence_versions WHERE tenant = ?1 AND record_id = ?2 AND seq = ?3"

@@ -201,8 +201,8 @@ class PythonEngine:
                     r.body,
                     r.source,
                     r.expires_at,
-                    content,
-                    chain,
+                    bytes.fromhex(content),  # stored as the 32 bytes the hex stands for
+                    bytes.fromhex(chain),
                 )
             )
             # the current row (tenant, revision, expires_at, record_id, chain_seq), with
