@@ -14,6 +14,8 @@
 #define EVIDENCE_CHUNK_BITS 12
 #define EVIDENCE_CHUNK_DOCS (1 << EVIDENCE_CHUNK_BITS) /* documents per chunk: 4096 */
 #define EVIDENCE_CHUNK_WORDS (EVIDENCE_CHUNK_DOCS / 64)
+/* chunks per era, the lead of evidence_index_postings' key (schema.sql: era = chunk >> 3) */
+#define EVIDENCE_ERA_CHUNK_BITS 3
 #define EVIDENCE_DOCSET_BITSET_BYTES (EVIDENCE_CHUNK_DOCS / 8)            /* 512 */
 #define EVIDENCE_DOCSET_MAX_LISTED (EVIDENCE_DOCSET_BITSET_BYTES / 2 - 1) /* 255 */
 

@@ -44,6 +44,7 @@ enum {
   N_IW_STMT
 };
 
+/* A docset's era is its chunk >> 3 (the CHECK of evidence_index_postings.era, schema.sql). */
 static const char *const azIwSql[N_IW_STMT] = {
     "SELECT revision, expires_at, body FROM evidence WHERE tenant = ?1 AND record_id = ?2",
     "SELECT scope, docs, next_doc FROM evidence_index_scopes WHERE tenant = ?1 AND revision = ?2",
@@ -52,10 +53,11 @@ static const char *const azIwSql[N_IW_STMT] = {
     "INSERT INTO evidence_index_docs (scope, record_id, doc, expires_at) VALUES (?1, ?2, ?3, ?4)",
     "UPDATE evidence_index_docs SET expires_at = ?3 WHERE scope = ?1 AND record_id = ?2",
     "DELETE FROM evidence_index_docs WHERE scope = ?1 AND record_id = ?2",
-    "SELECT docs FROM evidence_index_postings WHERE scope = ?1 AND token = ?2 AND chunk = ?3",
-    "INSERT INTO evidence_index_postings (scope, token, chunk, docs) VALUES (?1, ?2, ?3, ?4)"
-    " ON CONFLICT (scope, token, chunk) DO UPDATE SET docs = excluded.docs",
-    "DELETE FROM evidence_index_postings WHERE scope = ?1 AND token = ?2 AND chunk = ?3",
+    "SELECT docs FROM evidence_index_postings"
+    " WHERE scope = ?1 AND era = ?3 >> 3 AND token = ?2 AND chunk = ?3",
+    "INSERT INTO evidence_index_postings (scope, era, token, chunk, docs) VALUES (?1, ?3 >> 3, ?2, ?3, ?4)"
+    " ON CONFLICT (scope, era, token, chunk) DO UPDATE SET docs = excluded.docs",
+    "DELETE FROM evidence_index_postings WHERE scope = ?1 AND era = ?3 >> 3 AND token = ?2 AND chunk = ?3",
     "SELECT rows FROM evidence_index_expiry WHERE scope = ?1 AND level = ?2 AND bucket = ?3",
     "INSERT INTO evidence_index_expiry (scope, level, bucket, rows) VALUES (?1, ?2, ?3, ?4)"
     " ON CONFLICT (scope, level, bucket) DO UPDATE SET rows = excluded.rows",
@@ -65,13 +67,14 @@ static const char *const azIwSql[N_IW_STMT] = {
     "SELECT tenant, revision, expires_at, record_id, body FROM evidence"
     " ORDER BY tenant, revision, expires_at, record_id",
     /* documents only added: merged in one statement, without reading the docset first */
-    "INSERT INTO evidence_index_postings (scope, token, chunk, docs) VALUES (?1, ?2, ?3, ?4)"
-    " ON CONFLICT (scope, token, chunk) DO UPDATE SET docs = evidence_docset_union(docs, excluded.docs)",
+    "INSERT INTO evidence_index_postings (scope, era, token, chunk, docs) VALUES (?1, ?3 >> 3, ?2, ?3, ?4)"
+    " ON CONFLICT (scope, era, token, chunk) DO UPDATE SET docs = evidence_docset_union(docs, excluded.docs)",
     "INSERT INTO evidence_index_expiry (scope, level, bucket, rows) VALUES (?1, ?2, ?3, ?4)"
     " ON CONFLICT (scope, level, bucket) DO UPDATE SET rows = rows + excluded.rows",
 };
 
 #define EXPIRY_LEVELS 8
+#define ERA_DOC_BITS (EVIDENCE_CHUNK_BITS + EVIDENCE_ERA_CHUNK_BITS) /* a document's era: doc >> 15 */
 
 /* A scope the batch touched, with its counts as the batch leaves them. */
 typedef struct IwScope {
@@ -544,6 +547,9 @@ int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant,
 static int comparePosting(const void *pa, const void *pb) {
   const IwPosting *a = pa, *b = pb;
   if (a->scope != b->scope) return a->scope < b->scope ? -1 : 1;
+  if ((a->doc >> ERA_DOC_BITS) != (b->doc >> ERA_DOC_BITS)) {
+    return (a->doc >> ERA_DOC_BITS) < (b->doc >> ERA_DOC_BITS) ? -1 : 1;
+  }
   if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
   if ((a->doc >> EVIDENCE_CHUNK_BITS) != (b->doc >> EVIDENCE_CHUNK_BITS)) {
     return (a->doc >> EVIDENCE_CHUNK_BITS) < (b->doc >> EVIDENCE_CHUNK_BITS) ? -1 : 1;
@@ -592,6 +598,8 @@ static int compareScopeRef(const void *pa, const void *pb) {
 /* What the two sort keys of iwSortPostings need besides the posting. */
 typedef struct IwSortKeys {
   int64_t loChunk; /* the lowest chunk of the batch */
+  int64_t loEra;   /* and its era */
+  size_t nEra;     /* eras from loEra to the highest of the batch */
   uint32_t nTok;
 } IwSortKeys;
 
@@ -600,7 +608,7 @@ static size_t iwChunkKey(const IwPosting *o, const IwSortKeys *k) {
 }
 
 static size_t iwGroupKey(const IwPosting *o, const IwSortKeys *k) {
-  return (size_t)o->order * k->nTok + o->rank;
+  return ((size_t)o->order * k->nEra + (size_t)((o->doc >> ERA_DOC_BITS) - k->loEra)) * k->nTok + o->rank;
 }
 
 /* One pass of a stable counting sort: the postings aIn[0..n) (indexes into aPost) into
@@ -621,14 +629,14 @@ static void iwCountingPass(const IwPosting *aPost, const uint32_t *aIn, uint32_t
 
 /* The queued postings in the order comparePosting defines, as indexes into aPost, into
 ** *paIdx (free it with sqlite3_free). The queue is already in seq order, so two stable
-** counting passes, by chunk and then by (scope, token), leave each docset's changes
+** counting passes, by chunk and then by (scope, era, token), leave each docset's changes
 ** together and in the order they were queued, in linear time (qsort took a tenth of
 ** put_many's time on batches of 10,000 records), and only indexes move: 8 bytes a
 ** posting. When the keys span far more values than there are postings (document
 ** numbers far apart, or a batch over very many scopes), qsort is the cheaper way. */
 static int iwSortPostings(EvidenceIndexWriter *p, uint32_t **paIdx) {
   int64_t loChunk = INT64_MAX, hiChunk = INT64_MIN;
-  uint64_t nGroupWide = (uint64_t)p->nScope * p->nTok;
+  uint64_t nGroupWide;
   size_t i, nChunk, nGroup, nCount, *aCount;
   IwSortKeys keys;
   IwScopeRef *aRef;
@@ -645,6 +653,8 @@ static int iwSortPostings(EvidenceIndexWriter *p, uint32_t **paIdx) {
     aIdx[i] = (uint32_t)i;
   }
   *paIdx = aIdx;
+  nGroupWide = (uint64_t)p->nScope * p->nTok *
+               (uint64_t)((hiChunk >> EVIDENCE_ERA_CHUNK_BITS) - (loChunk >> EVIDENCE_ERA_CHUNK_BITS) + 1);
   if ((uint64_t)(hiChunk - loChunk) >= p->nPost + 4096 || nGroupWide > p->nPost + 65536) {
     qsort(p->aPost, p->nPost, sizeof(IwPosting), comparePosting);
     return SQLITE_OK;
@@ -664,6 +674,8 @@ static int iwSortPostings(EvidenceIndexWriter *p, uint32_t **paIdx) {
   for (i = 0; i < p->nScope; i++) aOrder[aRef[i].iScope] = (uint32_t)i;
   for (i = 0; i < p->nPost; i++) p->aPost[i].order = aOrder[p->aPost[i].iScope];
   keys.loChunk = loChunk;
+  keys.loEra = loChunk >> EVIDENCE_ERA_CHUNK_BITS;
+  keys.nEra = (size_t)((hiChunk >> EVIDENCE_ERA_CHUNK_BITS) - keys.loEra + 1);
   keys.nTok = p->nTok;
   if (nChunk > 1) {
     iwCountingPass(p->aPost, aIdx, aTmp, p->nPost, aCount, nChunk, iwChunkKey, &keys);

@@ -40,7 +40,7 @@ static const char *const azSearchSql[N_S_STMT] = {
     "SELECT scope, docs, next_doc FROM \"%w\".evidence_index_scopes WHERE tenant = ?1 AND revision = ?2",
     "SELECT coalesce(sum(rows), 0) FROM \"%w\".evidence_index_expiry"
     " WHERE scope = ?1 AND level = ?2 AND bucket BETWEEN ?3 AND ?4",
-    "SELECT chunk, docs FROM \"%w\".evidence_index_postings WHERE scope = ?1 AND token = ?2",
+    "SELECT chunk, docs FROM \"%w\".evidence_index_postings WHERE scope = ?1 AND era = ?3 AND token = ?2",
     "SELECT expires_at, record_id FROM \"%w\".evidence_index_docs WHERE scope = ?1 AND doc = ?2",
     "SELECT record_id, doc, expires_at FROM \"%w\".evidence_index_docs WHERE scope = ?1 ORDER BY record_id",
 };
@@ -170,28 +170,33 @@ static void searchAdd(Search *s, size_t c, const uint64_t *aWord) {
   }
 }
 
-/* Scores every document: each distinct query token's docsets added into the counters. */
+/* Scores every document: each distinct query token's docsets added into the counters,
+** read era by era (the postings' key leads with the era: schema.sql). */
 static int searchScore(Search *s, const EvidenceTokenList *pQuery) {
   uint64_t aWord[EVIDENCE_CHUNK_WORDS];
   sqlite3_stmt *pStmt = 0;
-  size_t i;
+  size_t nEra = (s->nChunk + (1 << EVIDENCE_ERA_CHUNK_BITS) - 1) >> EVIDENCE_ERA_CHUNK_BITS;
+  size_t i, era;
   int rc = searchStmt(s, S_POSTINGS, &pStmt);
   for (i = 0; rc == SQLITE_OK && i < pQuery->nToken; i++) {
     sqlite3_bind_int64(pStmt, 1, s->scope);
     sqlite3_bind_text64(pStmt, 2, pQuery->zText + pQuery->aStart[i], pQuery->aLen[i], SQLITE_STATIC,
                         SQLITE_UTF8);
-    while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
-      int64_t c = sqlite3_column_int64(pStmt, 0);
-      if (c < 0 || (uint64_t)c >= s->nChunk ||
-          evidenceDocsetDecode(sqlite3_column_blob(pStmt, 1), (size_t)sqlite3_column_bytes(pStmt, 1),
-                               aWord)) {
-        sqlite3_reset(pStmt);
-        return indexOutOfStep(s);
+    for (era = 0; rc == SQLITE_OK && era < nEra; era++) {
+      sqlite3_bind_int64(pStmt, 3, (int64_t)era);
+      while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+        int64_t c = sqlite3_column_int64(pStmt, 0);
+        if (c < 0 || (uint64_t)c >= s->nChunk ||
+            evidenceDocsetDecode(sqlite3_column_blob(pStmt, 1), (size_t)sqlite3_column_bytes(pStmt, 1),
+                                 aWord)) {
+          sqlite3_reset(pStmt);
+          return indexOutOfStep(s);
+        }
+        searchAdd(s, (size_t)c, aWord);
       }
-      searchAdd(s, (size_t)c, aWord);
+      sqlite3_reset(pStmt);
+      if (rc == SQLITE_DONE) rc = SQLITE_OK;
     }
-    sqlite3_reset(pStmt);
-    if (rc == SQLITE_DONE) rc = SQLITE_OK;
   }
   return rc;
 }

@@ -129,6 +129,7 @@ FROZEN = {
     "pyevidence/storage/migrations/schema_v5.sql",
     "pyevidence/storage/migrations/schema_v6.sql",
     "pyevidence/storage/migrations/schema_v7.sql",
+    "pyevidence/storage/migrations/schema_v8.sql",
 }
 # A path of this tree with a file name extension; placeholders such as schema_vN are not paths.
 NAMED_PATH = re.compile(

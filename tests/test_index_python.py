@@ -234,3 +234,37 @@ def test_batches_over_several_chunks_and_many_scopes_write_the_native_engines_in
                 scan = answer(python, "a", revision, 11, query, 10, "scan")
                 for _, store in opened.values():
                     assert answer(store, "a", revision, 11, query, 10, "index") == scan
+
+
+def test_batches_across_an_era_boundary_write_the_native_engines_index() -> None:
+    """The postings' key leads with the era (chunk >> 3): a batch whose new documents straddle
+    two eras (numbers 32,760 to 32,779 here, after numbers skipped as moves leave them), then
+    one that changes documents of both eras and of era 0's first chunk, leave the same tables
+    on both engines (the native writer sorts by scope, era, token and chunk), and a search
+    reads every era."""
+    first = [record("a", f"r{n:03d}", "v1", f"queue w{n % 4}", 10) for n in range(10)]
+    crossing = [record("a", f"s{n:03d}", "v1", f"queue lag w{n % 3}", 10 + n % 2) for n in range(20)]
+    changed = [record("a", f"r{n:03d}", "v1", f"lag w{n % 5}", 11) for n in range(0, 10, 2)] + [
+        record("a", f"s{n:03d}", "v1", f"queue moved w{n % 2}", 10) for n in range(0, 20, 3)
+    ]
+    with tempfile.TemporaryDirectory() as where:
+        tables, paths = {}, {}
+        for engine in engines():
+            path = paths[engine] = Path(where) / f"{engine}.db"
+            with EvidenceStore(path, engine=engine) as store:
+                store.put_many(first)
+            with sqlite3.connect(path) as conn:
+                conn.execute("UPDATE evidence_index_scopes SET next_doc = 32760")
+            conn.close()
+            with EvidenceStore(path, engine=engine) as store:
+                store.put_many(crossing)
+                store.put_many(changed)
+            tables[engine] = index_rows(path)
+        assert tables["python"] == tables.get("native", tables["python"])
+        assert {row[1] for row in tables["python"]["evidence_index_postings"]} == {0, 1}
+        for engine, path in paths.items():
+            with EvidenceStore(path, engine=engine) as store:
+                assert store.check_index().ok
+                for query in ("queue", "lag w1", "moved w0", "w2"):
+                    scan = answer(store, "a", "v1", 10, query, 10, "scan")
+                    assert scan[0] and answer(store, "a", "v1", 10, query, 10, "index") == scan

@@ -119,7 +119,7 @@ def test_a_version_4_store_is_upgraded_with_its_index_built(engine: str, tmp_pat
     v4_store(path)
     seen: list[tuple[int, int]] = []
     with EvidenceStore(path, engine=engine, progress=lambda done, total: seen.append((done, total))) as store:
-        assert user_version(path) == schema.SCHEMA_VERSION == 8
+        assert user_version(path) == schema.SCHEMA_VERSION == 9
         assert_index_is_correct(store, path)
     total = len(ROWS) + 1  # the moved record counts once, the forgotten one not at all
     assert seen[0] == (0, total) and seen[-1] == (total, total)
@@ -277,7 +277,7 @@ CORRUPTIONS = {
     "posting_missing": (
         "UPDATE evidence_index_postings SET docs = x'0000' WHERE scope = 1 AND token = 'queue'",
     ),
-    "posting_extra": ("INSERT INTO evidence_index_postings VALUES (1, 'kelvin', 1, x'0000')",),
+    "posting_extra": ("INSERT INTO evidence_index_postings VALUES (1, 0, 'kelvin', 1, x'0000')",),
     "docs_count_wrong": ("UPDATE evidence_index_scopes SET docs = docs - 1 WHERE scope = 1",),
     "expiry_count_wrong": (
         "UPDATE evidence_index_expiry SET rows = rows + 1 WHERE scope = 1 AND level = 7 AND bucket = 0",

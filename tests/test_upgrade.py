@@ -1,8 +1,9 @@
 """The recent schema upgrades. Version 6 stores each body once (evidence is a view of the
 current pointer and the history), and its cheaper blank-text CHECKs keep version 5's rule
 exactly; version 7 lets the engines' own writer skip the current rows' checks; version 8
-stores the history's hashes as 32-byte blobs. A store of version 5, 6 or 7 upgrades in
-place with every row kept and everything still verifying."""
+stores the history's hashes as 32-byte blobs; version 9 keys the token index's postings by
+era first. A store of version 5, 6, 7 or 8 upgrades in place with every row kept and
+everything still verifying."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def all_rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
     return table_rows(path, TABLES)
 
 
-@pytest.mark.parametrize("version", [5, 6, 7])
+@pytest.mark.parametrize("version", [5, 6, 7, 8])
 def test_an_earlier_store_is_upgraded_with_every_row_kept(engine: str, tmp_path: Path, version: int) -> None:
     path = tmp_path / f"v{version}.db"
     old_store(path, version)
@@ -89,7 +90,7 @@ def test_an_earlier_store_is_upgraded_with_every_row_kept(engine: str, tmp_path:
         )
     assert all_rows(path) != before  # the put above landed
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,) == (8,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,) == (9,)
         assert frozenset(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")) == (
             schema.expected_objects()
         )
@@ -122,10 +123,11 @@ def _record(record_id: str, body: str) -> Record:
     )
 
 
-@pytest.mark.parametrize("version", [5, 6, 7])
+@pytest.mark.parametrize("version", [5, 6, 7, 8])
 def test_the_upgrade_itself_changes_no_row(tmp_path: Path, version: int) -> None:
     """Every row stays; the hashes of the history are stored as their 32 bytes from
-    version 8 on, and stand for the same hex digits."""
+    version 8 on, and stand for the same hex digits; each docset gains its era (chunk >> 3)
+    in version 9."""
     path = tmp_path / f"v{version}.db"
     old_store(path, version)
     before = all_rows(path)
@@ -133,8 +135,18 @@ def test_the_upgrade_itself_changes_no_row(tmp_path: Path, version: int) -> None
     after = all_rows(path)
     hashes = [row[-2:] for row in after["evidence_versions"]]
     assert hashes and all(type(h) is bytes and len(h) == 32 for pair in hashes for h in pair)
-    assert all(type(h) is str and len(h) == 64 for row in before["evidence_versions"] for h in row[-2:])
-    after["evidence_versions"] = [(*r[:-2], r[-2].hex(), r[-1].hex()) for r in after["evidence_versions"]]
+    stored_as = bytes if version >= 8 else str
+    assert all(type(h) is stored_as for row in before["evidence_versions"] for h in row[-2:])
+    for rows in (before, after):
+        rows["evidence_versions"] = [
+            (*r[:-2], *(h.hex() if isinstance(h, bytes) else h for h in r[-2:]))
+            for r in rows["evidence_versions"]
+        ]
+    postings = after["evidence_index_postings"]
+    assert postings and all(era == chunk >> 3 for _, era, _, chunk, _ in postings)
+    after["evidence_index_postings"] = sorted(
+        (scope, token, chunk, docs) for scope, _, token, chunk, docs in postings
+    )
     assert after == before
 
 

@@ -457,6 +457,48 @@ static void testLargeBatches(EvidenceStore *p) {
   free(b);
 }
 
+/* Batches whose documents straddle two eras of the postings' key (numbers 32,760 to
+** 32,779, after numbers skipped as moves leave them), then change documents of both eras:
+** the writer's counting passes key each docset by scope, era and token (run under ASan). */
+static void testEraBoundary(EvidenceStore *p) {
+  static const char *const azQuery[] = {"queue", "lag w1", "moved w0", "w2"};
+  static const char zSkip[] = "UPDATE evidence_index_scopes SET next_doc = 32760 WHERE revision = 've'";
+  Batch *b = calloc(1, sizeof(Batch));
+  char zId[32], zBody[64];
+  int n;
+  if (b == 0) abort();
+  for (n = 0; n < 10; n++) {
+    snprintf(zId, sizeof(zId), "e%03d", n);
+    snprintf(zBody, sizeof(zBody), "queue w%d", n % 4);
+    batchAdd(b, zId, "ve", zBody, 20);
+  }
+  CHECK(batchPut(p, b) == 0);
+  CHECK(evidence_store_exec(p, zSkip, sizeof(zSkip) - 1) == 0);
+  for (n = 0; n < 20; n++) {
+    snprintf(zId, sizeof(zId), "f%03d", n);
+    snprintf(zBody, sizeof(zBody), "queue lag w%d", n % 3);
+    batchAdd(b, zId, "ve", zBody, 20 + n % 2);
+  }
+  CHECK(batchPut(p, b) == 0);
+  for (n = 0; n < 10; n += 2) {
+    snprintf(zId, sizeof(zId), "e%03d", n);
+    snprintf(zBody, sizeof(zBody), "lag w%d", n % 5);
+    batchAdd(b, zId, "ve", zBody, 21);
+  }
+  for (n = 0; n < 20; n += 3) {
+    snprintf(zId, sizeof(zId), "f%03d", n);
+    snprintf(zBody, sizeof(zBody), "queue moved w%d", n % 2);
+    batchAdd(b, zId, "ve", zBody, 20);
+  }
+  CHECK(batchPut(p, b) == 0);
+  CHECK(count(p,
+              "SELECT count(DISTINCT era) FROM evidence_index_postings JOIN evidence_index_scopes"
+              " USING (scope) WHERE revision = 've'") == 2);
+  checkSearch(p, "ve", azQuery, 4);
+  free(b->zData);
+  free(b);
+}
+
 /* A batch large enough to run with the schema's triggers and CHECKs off
 ** (evidence_batch.c, BATCH_UNCHECKED_MIN) that runs out of room halfway: it writes
 ** nothing, reports SQLite's own message, and leaves the checks on. */
@@ -497,6 +539,7 @@ int main(int argc, char **argv) {
   testNulAndForget(p);
   testPutMany(p);
   testLargeBatches(p);
+  testEraBoundary(p);
   testUncheckedBatchThatFails(p);
   testQuery(p);
   testLoadExtension(p);

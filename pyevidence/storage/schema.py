@@ -21,7 +21,7 @@ from ..core.errors import SchemaError, StoreError
 from . import sqlite_file
 from .index import rebuild
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # Connection settings, applied by prepare() on every connection of both engines.
 # The busy timeout makes a writer wait for a lock instead of failing at once.
@@ -297,6 +297,7 @@ MIGRATIONS = {
     5: ("schema_v5.sql", "v5_to_v6.sql"),
     6: ("schema_v6.sql", "v6_to_v7.sql"),
     7: ("schema_v7.sql", "v7_to_v8.sql"),
+    8: ("schema_v8.sql", "v8_to_v9.sql"),
 }
 # The upgrades that create the token index (version 4 to 5): after them the index is
 # built from the rows, in the same transaction, before anything is committed.

@@ -51,8 +51,8 @@ _BEYOND_NEXT_SQL = (
     "SELECT record_id, doc FROM evidence_index_docs WHERE scope = ?1 AND doc >= ?2 ORDER BY doc"
 )
 _POSTINGS_SQL = (
-    "SELECT token, chunk, docs FROM evidence_index_postings WHERE scope = ?1 AND (token, chunk) > (?2, ?3)"
-    " ORDER BY token, chunk LIMIT ?4"
+    "SELECT era, token, chunk, docs FROM evidence_index_postings"
+    " WHERE scope = ?1 AND (era, token, chunk) > (?2, ?3, ?4) ORDER BY era, token, chunk LIMIT ?5"
 )
 _RECORD_OF_SQL = "SELECT record_id FROM evidence_index_docs WHERE scope = ?1 AND doc = ?2"
 _EXPIRY_SQL = "SELECT level, bucket, rows FROM evidence_index_expiry WHERE scope = ?1"
@@ -147,16 +147,16 @@ def _check_scope(
 def _compare_postings(
     run: Run, found: _Findings, scope: int, key: tuple[str, str], expected: dict[tuple[str, int], int]
 ) -> None:
-    after: tuple[str, int] = ("", -1)
+    after: tuple[int, str, int] = (-1, "", -1)
     while batch := run(_POSTINGS_SQL, (scope, *after, _BATCH)):
-        for token, chunk, blob in batch:
+        for _, token, chunk, blob in batch:
             token, chunk = str(token), int(chunk)
             held, wrong = _held(blob)
             if wrong:
                 found.add("docset_not_canonical", key, f"token {token!r}, chunk {chunk}: {wrong}")
             want = expected.pop((token, chunk), 0)
             _report_difference(run, found, scope, key, token, chunk, want, held)
-        after = (str(batch[-1][0]), int(batch[-1][1]))
+        after = (int(batch[-1][0]), str(batch[-1][1]), int(batch[-1][2]))
     for (token, chunk), want in sorted(expected.items()):
         _report_difference(run, found, scope, key, token, chunk, want, 0)
 

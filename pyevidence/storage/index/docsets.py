@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 CHUNK_BITS = 12
 CHUNK_DOCS = 1 << CHUNK_BITS  # 4096 documents per chunk
+ERA_CHUNK_BITS = 3  # chunks per era, the lead of the postings' key (schema.sql: era = chunk >> 3)
 BITSET_BYTES = CHUNK_DOCS // 8  # 512
 MAX_LISTED = BITSET_BYTES // 2 - 1  # 255: up to this many numbers are listed, more are a bitset
 _BIG_ENDIAN = sys.byteorder == "big"

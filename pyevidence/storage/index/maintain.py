@@ -56,26 +56,28 @@ _DOC_UPDATE_SQL = "UPDATE evidence_index_docs SET expires_at = ? WHERE scope = ?
 _DOC_DELETE_SQL = "DELETE FROM evidence_index_docs WHERE scope = ? AND record_id = ?"
 _READ_CHUNK = 100
 _POSTING_READ_ONE_SQL = (
-    "SELECT token, docs FROM evidence_index_postings WHERE scope = ? AND chunk = ? AND token = ?"
+    "SELECT token, docs FROM evidence_index_postings WHERE scope = ? AND era = ? AND chunk = ? AND token = ?"
 )
 _POSTING_READ_MANY_SQL = (
-    "SELECT token, docs FROM evidence_index_postings WHERE scope = ? AND chunk = ? AND token IN ("
+    "SELECT token, docs FROM evidence_index_postings WHERE scope = ? AND era = ? AND chunk = ? AND token IN ("
     + ", ".join("?" * _READ_CHUNK)
     + ")"
 )
 _POSTING_WRITE_SQL = (
-    "INSERT INTO evidence_index_postings (scope, token, chunk, docs) VALUES (?, ?, ?, ?)"
-    " ON CONFLICT (scope, token, chunk) DO UPDATE SET docs = excluded.docs"
+    "INSERT INTO evidence_index_postings (scope, era, token, chunk, docs) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (scope, era, token, chunk) DO UPDATE SET docs = excluded.docs"
 )
 # Documents new to the scope only: their numbers are above every one the docset holds, so a
 # list that stays a list (255 numbers at most) is the old one with them after it.
 _POSTING_APPEND_SQL = (
-    "INSERT INTO evidence_index_postings (scope, token, chunk, docs) VALUES (?, ?, ?, ?)"
-    " ON CONFLICT (scope, token, chunk) DO UPDATE SET docs = CASE"
+    "INSERT INTO evidence_index_postings (scope, era, token, chunk, docs) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (scope, era, token, chunk) DO UPDATE SET docs = CASE"
     " WHEN length(docs) + length(excluded.docs) <= 510 THEN CAST(docs || excluded.docs AS BLOB)"
     " ELSE evidence_docset_union(docs, excluded.docs) END"
 )
-_POSTING_DELETE_SQL = "DELETE FROM evidence_index_postings WHERE scope = ? AND token = ? AND chunk = ?"
+_POSTING_DELETE_SQL = (
+    "DELETE FROM evidence_index_postings WHERE scope = ? AND era = ? AND token = ? AND chunk = ?"
+)
 _EXPIRY_READ_SQL = "SELECT rows FROM evidence_index_expiry WHERE scope = ? AND level = ? AND bucket = ?"
 _EXPIRY_WRITE_SQL = (
     "INSERT INTO evidence_index_expiry (scope, level, bucket, rows) VALUES (?, ?, ?, ?)"
@@ -277,14 +279,16 @@ class IndexBatch:
         gains documents new to its scope (numbered above every one it holds) is
         appended to in one statement, unread; any other is read (a statement per
         _READ_CHUNK of them), changed, and written or deleted when empty."""
-        appends: defaultdict[int, list[tuple[int, str, int, bytes]]] = defaultdict(list)  # by scope
-        writes: list[tuple[int, str, int, bytes]] = []
-        deletes: list[tuple[int, str, int]] = []
+        # rows (scope, era, token, chunk, docs) and keys (scope, era, token, chunk)
+        appends: defaultdict[int, list[tuple[int, int, str, int, bytes]]] = defaultdict(list)  # by scope
+        writes: list[tuple[int, int, str, int, bytes]] = []
+        deletes: list[tuple[int, int, str, int]] = []
         fresh, adds, removes = self._fresh, self._adds, self._removes
         none: Mapping[str, list[int]] = {}
         nothing_entered: Mapping[str, bytearray] = {}
         for key in sorted(fresh.keys() | adds.keys() | removes.keys()):
             scope, chunk = key
+            era = chunk >> docsets.ERA_CHUNK_BITS
             entered = fresh.get(key, nothing_entered)
             gained = adds.get(key, none)
             lost = removes.get(key, none)
@@ -292,7 +296,7 @@ class IndexBatch:
             appended = appends[scope].append
             for token, packed in entered.items():
                 if token not in changed:
-                    appended((scope, token, chunk, _entered_docset(packed)))
+                    appended((scope, era, token, chunk, _entered_docset(packed)))
             if not changed:
                 continue
             tokens = sorted(changed)
@@ -305,31 +309,32 @@ class IndexBatch:
                 except docsets.DocsetError:
                     raise IndexBroken(BROKEN) from None
                 if docs:
-                    writes.append((scope, token, chunk, docs))
+                    writes.append((scope, era, token, chunk, docs))
                 elif blob is not None:
-                    deletes.append((scope, token, chunk))
+                    deletes.append((scope, era, token, chunk))
         executemany = self._conn.executemany
         if deletes:
             executemany(_POSTING_DELETE_SQL, deletes)
         if writes:
             executemany(_POSTING_WRITE_SQL, writes)
         for scope in sorted(appends):
-            # key order: by token, then chunk, as the stable sort keeps the walk's chunk order
+            # key order: by era and token, then chunk, as the stable sort keeps the walk's chunk order
             rows = appends[scope]
-            rows.sort(key=_token_of)
+            rows.sort(key=_era_and_token_of)
             executemany(_POSTING_APPEND_SQL, rows)
 
     def _docsets(self, scope: int, chunk: int, tokens: list[str]) -> dict[str, bytes]:
         """The stored docsets of (scope, token, chunk) for ``tokens``: token -> blob."""
         execute = self._conn.execute
+        era = chunk >> docsets.ERA_CHUNK_BITS
         found: dict[str, bytes] = {}
         for i in range(0, len(tokens), _READ_CHUNK):
             some = tokens[i : i + _READ_CHUNK]
             if len(some) == 1:
-                rows = execute(_POSTING_READ_ONE_SQL, (scope, chunk, some[0]))
+                rows = execute(_POSTING_READ_ONE_SQL, (scope, era, chunk, some[0]))
             else:
                 some += some[:1] * (_READ_CHUNK - len(some))  # one statement text: cached
-                rows = execute(_POSTING_READ_MANY_SQL, (scope, chunk, *some))
+                rows = execute(_POSTING_READ_MANY_SQL, (scope, era, chunk, *some))
             found.update(rows)
         return found
 
@@ -388,7 +393,7 @@ def _changed(blob: bytes | None, gained: list[int] | None, lost: list[int] | Non
     return docsets.encode_numbers(numbers)
 
 
-_token_of = itemgetter(1)
+_era_and_token_of = itemgetter(1, 2)
 _PACKED = [n.to_bytes(2, "little") for n in range(docsets.CHUNK_DOCS)]
 _MAX_LISTED_BYTES = 2 * docsets.MAX_LISTED
 

@@ -32,7 +32,13 @@ _EXPIRED_SQL = (
     "SELECT coalesce(sum(rows), 0) FROM evidence_index_expiry"
     " WHERE scope = ? AND level = ? AND bucket BETWEEN ? AND ?"
 )
-_POSTINGS_SQL = "SELECT chunk, docs FROM evidence_index_postings WHERE scope = ? AND token = ?"
+# A token's docsets, era by era (the postings' key leads with the era); binds the
+# number of eras, the scope, the token.
+_POSTINGS_SQL = (
+    "WITH RECURSIVE eras (era) AS (SELECT 0 UNION ALL SELECT era + 1 FROM eras WHERE era + 1 < ?)"
+    " SELECT p.chunk, p.docs FROM eras JOIN evidence_index_postings AS p"
+    " ON p.scope = ? AND p.era = eras.era AND p.token = ?"
+)
 _DOC_BY_NUMBER_SQL = "SELECT expires_at, record_id FROM evidence_index_docs WHERE scope = ? AND doc = ?"
 _DOCS_IN_ORDER_SQL = (
     "SELECT record_id, doc, expires_at FROM evidence_index_docs WHERE scope = ? ORDER BY record_id"
@@ -106,8 +112,9 @@ def _scores(conn: sqlite3.Connection, scope: int, tokens: list[str], next_doc: i
     """Bit-sliced counters: bit d of planes[b] is bit b of document d's score."""
     chunks = (next_doc + docsets.CHUNK_DOCS - 1) >> docsets.CHUNK_BITS
     planes = [0] * len(tokens).bit_length()
+    eras = (chunks + (1 << docsets.ERA_CHUNK_BITS) - 1) >> docsets.ERA_CHUNK_BITS
     for token in tokens:
-        rows = conn.execute(_POSTINGS_SQL, (scope, token)).fetchall()
+        rows = conn.execute(_POSTINGS_SQL, (eras, scope, token)).fetchall()
         if not rows:
             continue
         if len(rows) == 1:
