@@ -378,6 +378,73 @@ def test_documents_past_the_first_era_are_written_and_found_like_the_scan(
         assert sorted(h.record_id for h in hits) == ["b1", "b2", "b3", "b4", "b5"]
 
 
+def test_check_index_compares_every_era_and_names_a_posting_filed_in_the_wrong_one(
+    engine: str, tmp_path: Path
+) -> None:
+    """check_index compares the tokens one era at a time: damage in a later era is found
+    and named with its records, and a docset filed under an era its chunk is not in (only
+    possible with CHECK constraints switched off) is named as such, not as postings the
+    bodies lack."""
+    path = tmp_path / "s.db"
+    with EvidenceStore(path, engine=engine) as store:
+        store.put_many([Record("t", f"a{n}", "v1", "working", "queue", "s://a", 100) for n in range(3)])
+    raw = raw_connection(path)
+    try:
+        raw.execute("UPDATE evidence_index_scopes SET next_doc = 70000")
+        with EvidenceStore(path, engine=engine) as store:
+            store.put_many(
+                [Record("t", f"b{n}", "v1", "working", "lag queue", "s://b", 100) for n in range(3)]
+            )
+        with EvidenceStore(path, engine=engine) as store:
+            assert store.check_index().ok
+        ((scope,),) = raw.execute("SELECT scope FROM evidence_index_scopes")
+        raw.execute("DELETE FROM evidence_index_postings WHERE era = 2 AND token = 'lag'")
+        raw.execute("PRAGMA ignore_check_constraints = ON")
+        raw.execute(
+            "INSERT INTO evidence_index_postings VALUES (?, 0, 'kelvin', 17, ?)", (scope, docsets.encode(1))
+        )
+    finally:
+        raw.close()
+    with EvidenceStore(path, engine=engine) as store:
+        checked = store.check_index()
+    assert [(p.kind, p.detail) for p in checked.problems] == [
+        ("posting_wrong_era", "token 'kelvin', chunk 17 is filed in era 0"),
+        *[
+            ("posting_missing", f"record 'b{n}' has the token 'lag' but its posting is missing")
+            for n in range(3)
+        ],
+    ]
+
+
+def test_check_index_compares_bitsets_bit_by_bit(engine: str, tmp_path: Path) -> None:
+    """A docset of more than 255 documents is a bitset: check_index finds one bit cleared
+    (the record named) and one set for a number no record has."""
+    path = tmp_path / "s.db"
+    with EvidenceStore(path, engine=engine) as store:
+        store.put_many(
+            [Record("t", f"r{n:03d}", "v1", "working", "common", "s://x", 100) for n in range(300)]
+        )
+        assert store.check_index().ok
+    raw = raw_connection(path)
+    try:
+        ((blob,),) = raw.execute("SELECT docs FROM evidence_index_postings WHERE token = 'common'")
+        assert len(blob) == docsets.BITSET_BYTES
+        ((cleared,),) = raw.execute("SELECT record_id FROM evidence_index_docs WHERE doc = 5")
+        damaged = docsets.encode(docsets.decode(blob) ^ (1 << 5) | (1 << 400))
+        raw.execute("UPDATE evidence_index_postings SET docs = ? WHERE token = 'common'", (damaged,))
+    finally:
+        raw.close()
+    with EvidenceStore(path, engine=engine) as store:
+        checked = store.check_index()
+    assert [(p.kind, p.detail) for p in checked.problems] == [
+        ("posting_missing", f"record {cleared!r} has the token 'common' but its posting is missing"),
+        (
+            "posting_extra",
+            "document 400 (no record) is posted under the token 'common', which its body does not have",
+        ),
+    ]
+
+
 def test_method_is_checked(tmp_path: Path) -> None:
     with EvidenceStore(tmp_path / "s.db", engine="python") as store:
         scope = {"tenant": "t", "revision": "v", "query": "q", "now": 0}

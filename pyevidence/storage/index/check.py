@@ -7,11 +7,14 @@ and none for any other, numbers below next_doc and not shared, each token's
 docsets naming exactly the records whose body has that token (the token rule,
 pyevidence/core/tokens.py), every docset canonical (docsets.py), the expiry counts
 equal to counts of the rows; and no index row of a scope that does not exist.
-It only reads, in keyset-paginated batches, inside the caller's snapshot.
+It only reads, in keyset-paginated batches, inside the caller's snapshot. The tokens
+are compared one era (docsets.ERA_CHUNK_BITS) at a time, so its memory is that of
+one era's docsets, whatever the size of the store.
 """
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
 from typing import Any
 
@@ -23,6 +26,7 @@ from .rebuild import INDEX_TABLES, Run
 MAX_REPORTED = 50  # problems listed in full; problems_found counts them all
 LEVELS = range(8)
 _BATCH = 10_000
+_PACKED_NUMBER = struct.Struct("<H").pack  # a document number as a list docset holds it
 
 _SCOPES_SQL = "SELECT scope, tenant, revision, docs, next_doc FROM evidence_index_scopes ORDER BY scope"
 _UNINDEXED_SQL = (
@@ -30,12 +34,23 @@ _UNINDEXED_SQL = (
     " SELECT 1 FROM evidence_index_scopes AS s WHERE s.tenant = e.tenant AND s.revision = e.revision)"
     " GROUP BY tenant, revision ORDER BY tenant, revision"
 )
-# The scope's current rows with their document, by record_id. The body is read as bytes:
-# raw SQL can store text that is not UTF-8, whose tokens are those of its valid parts.
+# The scope's current rows with their document, by record_id.
 _ROWS_SQL = (
-    "SELECT e.record_id, e.expires_at, CAST(e.body AS BLOB), d.doc, d.expires_at FROM evidence AS e"
+    "SELECT e.record_id, e.expires_at, d.doc, d.expires_at FROM evidence AS e"
     " LEFT JOIN evidence_index_docs AS d ON d.scope = ?3 AND d.record_id = e.record_id"
     " WHERE e.tenant = ?1 AND e.revision = ?2 AND e.record_id > ?4 ORDER BY e.record_id LIMIT ?5"
+)
+# The bodies of the current rows whose documents are numbered in [?4, ?5), one era. The body
+# is read as bytes: raw SQL can store text that is not UTF-8, whose tokens are those of its
+# valid parts.
+_ERA_BODIES_SQL = (
+    "SELECT d.doc, CAST(e.body AS BLOB) FROM evidence_index_docs AS d"
+    " JOIN evidence AS e ON e.tenant = ?1 AND e.revision = ?2 AND e.record_id = d.record_id"
+    " WHERE d.scope = ?3 AND d.doc >= ?4 AND d.doc < ?5 ORDER BY d.doc"
+)
+_NEXT_DOC_ERA_SQL = "SELECT doc FROM evidence_index_docs WHERE scope = ?1 AND doc >= ?2 ORDER BY doc LIMIT 1"
+_NEXT_POSTING_ERA_SQL = (
+    "SELECT era FROM evidence_index_postings WHERE scope = ?1 AND era >= ?2 ORDER BY era LIMIT 1"
 )
 _STALE_SQL = (
     "SELECT d.record_id, d.doc FROM evidence_index_docs AS d WHERE d.scope = ?1 AND NOT EXISTS ("
@@ -51,8 +66,8 @@ _BEYOND_NEXT_SQL = (
     "SELECT record_id, doc FROM evidence_index_docs WHERE scope = ?1 AND doc >= ?2 ORDER BY doc"
 )
 _POSTINGS_SQL = (
-    "SELECT era, token, chunk, docs FROM evidence_index_postings"
-    " WHERE scope = ?1 AND (era, token, chunk) > (?2, ?3, ?4) ORDER BY era, token, chunk LIMIT ?5"
+    "SELECT token, chunk, docs FROM evidence_index_postings"
+    " WHERE scope = ?1 AND era = ?2 AND (token, chunk) > (?3, ?4) ORDER BY token, chunk LIMIT ?5"
 )
 _RECORD_OF_SQL = "SELECT record_id FROM evidence_index_docs WHERE scope = ?1 AND doc = ?2"
 _EXPIRY_SQL = "SELECT level, bucket, rows FROM evidence_index_expiry WHERE scope = ?1"
@@ -101,27 +116,22 @@ def _check_scope(
 ) -> int:
     """Checks one scope; returns how many current rows it has."""
     tenant, revision = key
-    expected: dict[tuple[str, int], int] = {}  # (token, chunk) -> the set of doc & 4095 as bits
     expiry: Counter[tuple[int, int]] = Counter()
     rows = 0
     after = ""
     while batch := run(_ROWS_SQL, (tenant, revision, scope, after, _BATCH)):
-        for record_id, expires_at, body, doc, doc_expires_at in batch:
+        for record_id, expires_at, doc, doc_expires_at in batch:
             rows += 1
             for level in LEVELS:
                 expiry[level, int(expires_at) >> (8 * level)] += 1
             if doc is None:
                 found.add("doc_missing", key, f"record {record_id!r} has no document in the index")
-                continue
-            if doc_expires_at != expires_at:
+            elif doc_expires_at != expires_at:
                 found.add(
                     "doc_expiry_wrong",
                     key,
                     f"record {record_id!r}: the index says expires_at {doc_expires_at}, the row {expires_at}",
                 )
-            chunk, bit = int(doc) >> docsets.CHUNK_BITS, 1 << (int(doc) & (docsets.CHUNK_DOCS - 1))
-            for token in token_set(bytes(body).decode("utf-8", "replace")):
-                expected[token, chunk] = expected.get((token, chunk), 0) | bit
         after = str(batch[-1][0])
     ((doc_rows,),) = run(_DOC_ROWS_SQL, (scope,))
     if docs != rows or doc_rows != rows:
@@ -139,26 +149,63 @@ def _check_scope(
         found.add(
             "doc_number_too_high", key, f"record {record_id!r} has document {doc}, next_doc is {next_doc}"
         )
-    _compare_postings(run, found, scope, key, expected)
+    era = _next_era(run, scope, 0)
+    while era is not None:
+        _compare_era(run, found, scope, key, era)
+        era = _next_era(run, scope, era + 1)
     _compare_expiry(run, found, scope, key, expiry)
     return rows
 
 
-def _compare_postings(
-    run: Run, found: _Findings, scope: int, key: tuple[str, str], expected: dict[tuple[str, int], int]
-) -> None:
-    after: tuple[int, str, int] = (-1, "", -1)
-    while batch := run(_POSTINGS_SQL, (scope, *after, _BATCH)):
-        for _, token, chunk, blob in batch:
+def _next_era(run: Run, scope: int, start: int) -> int | None:
+    """The first era from start on that has a document or a posting row of the scope."""
+    era_docs = 1 << (docsets.ERA_CHUNK_BITS + docsets.CHUNK_BITS)
+    eras = [int(doc) // era_docs for (doc,) in run(_NEXT_DOC_ERA_SQL, (scope, start * era_docs))]
+    eras += [int(era) for (era,) in run(_NEXT_POSTING_ERA_SQL, (scope, start))]
+    return min(eras, default=None)
+
+
+def _compare_era(run: Run, found: _Findings, scope: int, key: tuple[str, str], era: int) -> None:
+    """Compares the docsets of one era with the tokens of the bodies numbered in it."""
+    tenant, revision = key
+    era_docs = 1 << (docsets.ERA_CHUNK_BITS + docsets.CHUNK_BITS)
+    # (token, chunk) -> the numbers doc & 4095 of its documents, packed as a list docset packs
+    # them: read in doc order, a set of 255 or fewer is then its canonical bytes already.
+    expected: dict[tuple[str, int], bytearray] = {}
+    bounds = (tenant, revision, scope, era * era_docs, (era + 1) * era_docs)
+    for doc, body in run(_ERA_BODIES_SQL, bounds):
+        chunk, packed = int(doc) >> docsets.CHUNK_BITS, _PACKED_NUMBER(int(doc) & (docsets.CHUNK_DOCS - 1))
+        for token in token_set(bytes(body).decode("utf-8", "replace")):
+            numbers = expected.get((token, chunk))
+            if numbers is None:
+                expected[token, chunk] = bytearray(packed)
+            else:
+                numbers += packed
+    after: tuple[str, int] = ("", -1)
+    while batch := run(_POSTINGS_SQL, (scope, era, *after, _BATCH)):
+        for token, chunk, blob in batch:
             token, chunk = str(token), int(chunk)
+            if chunk >> docsets.ERA_CHUNK_BITS != era:  # only with CHECK constraints switched off
+                found.add("posting_wrong_era", key, f"token {token!r}, chunk {chunk} is filed in era {era}")
+                continue
+            numbers = expected.pop((token, chunk), bytearray())
+            if len(numbers) <= 2 * docsets.MAX_LISTED and blob == numbers:
+                continue  # the common case, without decoding: the same set, canonical
             held, wrong = _held(blob)
             if wrong:
                 found.add("docset_not_canonical", key, f"token {token!r}, chunk {chunk}: {wrong}")
-            want = expected.pop((token, chunk), 0)
-            _report_difference(run, found, scope, key, token, chunk, want, held)
-        after = (int(batch[-1][0]), str(batch[-1][1]), int(batch[-1][2]))
-    for (token, chunk), want in sorted(expected.items()):
-        _report_difference(run, found, scope, key, token, chunk, want, 0)
+            _report_difference(run, found, scope, key, token, chunk, _bits(numbers), held)
+        after = (str(batch[-1][0]), int(batch[-1][1]))
+    for (token, chunk), numbers in sorted(expected.items()):
+        _report_difference(run, found, scope, key, token, chunk, _bits(numbers), 0)
+
+
+def _bits(numbers: bytes | bytearray) -> int:
+    """The set of the packed numbers as an int whose bit n is document n."""
+    bits = 0
+    for n in docsets.unpack(numbers):
+        bits |= 1 << n
+    return bits
 
 
 def _report_difference(
