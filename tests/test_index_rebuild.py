@@ -314,6 +314,32 @@ def test_check_names_each_kind_of_damage_and_reindex_repairs_it(
     assert index_rows(path) == healthy  # a rebuild after a rebuild: the same bytes
 
 
+def test_check_names_document_numbers_and_chunks_at_the_end_of_the_integers(
+    engine: str, tmp_path: Path
+) -> None:
+    """Numbers as large as SQLite's integers go (raw SQL can write them; the CHECKs allow
+    them) are reported, not a crash: the check computes no number it cannot bind."""
+    path = tmp_path / "v4.db"
+    v4_store(path)
+    EvidenceStore(path, engine=engine).close()
+    top = 2**63 - 1
+    corrupt(
+        path,
+        f"UPDATE evidence_index_docs SET doc = {top} WHERE scope = 1 AND record_id = 'turk'",
+        f"INSERT INTO evidence_index_postings VALUES (1, {top >> 3}, 'kelvin', {top}, x'0000')",
+    )
+    with EvidenceStore(path, engine=engine) as store:
+        problems = {(p.kind, p.detail) for p in store.check_index().problems}
+        assert ("doc_number_too_high", f"record 'turk' has document {top}, next_doc is 4") in problems
+        far = (top << 12) | 0
+        assert (
+            "posting_extra",
+            f"document {far} (no record) is posted under the token 'kelvin', which its body does not have",
+        ) in problems
+        assert store.reindex().records == len(ROWS) + 1
+        assert store.check_index().ok
+
+
 def test_a_stale_doc_row_is_named_with_its_record(engine: str, tmp_path: Path) -> None:
     path = tmp_path / "v4.db"
     v4_store(path)

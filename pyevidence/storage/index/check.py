@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import struct
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from ...core.records import IndexCheck, IndexProblem
@@ -27,6 +28,10 @@ MAX_REPORTED = 50  # problems listed in full; problems_found counts them all
 LEVELS = range(8)
 _BATCH = 10_000
 _PACKED_NUMBER = struct.Struct("<H").pack  # a document number as a list docset holds it
+_ERA_DOCS = 1 << (docsets.ERA_CHUNK_BITS + docsets.CHUNK_BITS)
+# SQLite's largest integer: raw SQL can write document numbers and chunks up to it, and the
+# check must name them, not fail binding a number past it.
+_INT64_MAX = 2**63 - 1
 
 _SCOPES_SQL = "SELECT scope, tenant, revision, docs, next_doc FROM evidence_index_scopes ORDER BY scope"
 _UNINDEXED_SQL = (
@@ -46,7 +51,7 @@ _ROWS_SQL = (
 _ERA_BODIES_SQL = (
     "SELECT d.doc, CAST(e.body AS BLOB) FROM evidence_index_docs AS d"
     " JOIN evidence AS e ON e.tenant = ?1 AND e.revision = ?2 AND e.record_id = d.record_id"
-    " WHERE d.scope = ?3 AND d.doc >= ?4 AND d.doc < ?5 ORDER BY d.doc"
+    " WHERE d.scope = ?3 AND d.doc BETWEEN ?4 AND ?5 ORDER BY d.doc"
 )
 _NEXT_DOC_ERA_SQL = "SELECT doc FROM evidence_index_docs WHERE scope = ?1 AND doc >= ?2 ORDER BY doc LIMIT 1"
 _NEXT_POSTING_ERA_SQL = (
@@ -159,21 +164,24 @@ def _check_scope(
 
 def _next_era(run: Run, scope: int, start: int) -> int | None:
     """The first era from start on that has a document or a posting row of the scope."""
-    era_docs = 1 << (docsets.ERA_CHUNK_BITS + docsets.CHUNK_BITS)
-    eras = [int(doc) // era_docs for (doc,) in run(_NEXT_DOC_ERA_SQL, (scope, start * era_docs))]
-    eras += [int(era) for (era,) in run(_NEXT_POSTING_ERA_SQL, (scope, start))]
+    eras = [int(era) for (era,) in run(_NEXT_POSTING_ERA_SQL, (scope, start))]
+    if start * _ERA_DOCS <= _INT64_MAX:
+        eras += [int(doc) // _ERA_DOCS for (doc,) in run(_NEXT_DOC_ERA_SQL, (scope, start * _ERA_DOCS))]
     return min(eras, default=None)
 
 
 def _compare_era(run: Run, found: _Findings, scope: int, key: tuple[str, str], era: int) -> None:
     """Compares the docsets of one era with the tokens of the bodies numbered in it."""
     tenant, revision = key
-    era_docs = 1 << (docsets.ERA_CHUNK_BITS + docsets.CHUNK_BITS)
     # (token, chunk) -> the numbers doc & 4095 of its documents, packed as a list docset packs
     # them: read in doc order, a set of 255 or fewer is then its canonical bytes already.
     expected: dict[tuple[str, int], bytearray] = {}
-    bounds = (tenant, revision, scope, era * era_docs, (era + 1) * era_docs)
-    for doc, body in run(_ERA_BODIES_SQL, bounds):
+    first = era * _ERA_DOCS
+    bodies: Sequence[Sequence[Any]] = ()
+    if first <= _INT64_MAX:  # an era beyond the integers (a corrupt chunk) numbers no document
+        bounds = (tenant, revision, scope, first, min(first + _ERA_DOCS - 1, _INT64_MAX))
+        bodies = run(_ERA_BODIES_SQL, bounds)
+    for doc, body in bodies:
         chunk, packed = int(doc) >> docsets.CHUNK_BITS, _PACKED_NUMBER(int(doc) & (docsets.CHUNK_DOCS - 1))
         for token in token_set(bytes(body).decode("utf-8", "replace")):
             numbers = expected.get((token, chunk))
@@ -219,7 +227,7 @@ def _report_difference(
             low = bits & -bits
             bits ^= low
             doc = (chunk << docsets.CHUNK_BITS) | (low.bit_length() - 1)
-            named = run(_RECORD_OF_SQL, (scope, doc))
+            named = run(_RECORD_OF_SQL, (scope, doc)) if doc <= _INT64_MAX else ()
             who = f"record {named[0][0]!r}" if named else f"document {doc} (no record)"
             found.add(kind, key, f"{who} " + says.format(token=token))
 
