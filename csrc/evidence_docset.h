@@ -16,6 +16,11 @@
 #define EVIDENCE_CHUNK_WORDS (EVIDENCE_CHUNK_DOCS / 64)
 /* chunks per era, the lead of evidence_index_postings' key (schema.sql: era = chunk >> 3) */
 #define EVIDENCE_ERA_CHUNK_BITS 3
+/* Document numbers a search covers: below 2^32 (pyevidence/storage/index/docsets.py,
+** DOC_NUMBER_LIMIT). A search sizes its counters by the scope's highest number, so a
+** larger one, which only a raw write to the index's tables gives, is reported as an index
+** out of step instead of an allocation of terabytes. */
+#define EVIDENCE_DOC_NUMBER_LIMIT ((int64_t)1 << 32)
 #define EVIDENCE_DOCSET_BITSET_BYTES (EVIDENCE_CHUNK_DOCS / 8)            /* 512 */
 #define EVIDENCE_DOCSET_MAX_LISTED (EVIDENCE_DOCSET_BITSET_BYTES / 2 - 1) /* 255 */
 

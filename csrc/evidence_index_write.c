@@ -478,8 +478,12 @@ static int iwDocOf(sqlite3 *db, EvidenceIndexWriter *p, int64_t scope, const cha
 /* The new current row enters scope s as a new document. */
 static int iwEnter(sqlite3 *db, EvidenceIndexWriter *p, IwScope *s, const char *zId, size_t nId,
                    int64_t expiresAt) {
-  int64_t doc = s->nextDoc++;
+  int64_t doc = s->nextDoc;
   int rc;
+  /* numbers at the limit only come from a raw write of next_doc (or 2^32 documents
+  ** entered since the last rebuild, which renumbers): refused before any overflow */
+  if (doc < 0 || doc >= EVIDENCE_DOC_NUMBER_LIMIT) return iwBroken(p);
+  s->nextDoc++;
   s->docs++;
   rc = iwDocRow(db, p, IW_DOC_INSERT, s->scope, zId, nId, doc, expiresAt);
   if (rc == SQLITE_OK) rc = iwQueueAll(p, s, doc, &p->newTokens, 1);

@@ -37,7 +37,8 @@
 enum { S_SCOPE, S_EXPIRED, S_POSTINGS, S_DOC_BY_NUMBER, S_DOCS_IN_ORDER, N_S_STMT };
 
 static const char *const azSearchSql[N_S_STMT] = {
-    "SELECT scope, docs, next_doc FROM \"%w\".evidence_index_scopes WHERE tenant = ?1 AND revision = ?2",
+    "SELECT s.scope, s.docs, s.next_doc, (SELECT max(d.doc) FROM \"%w\".evidence_index_docs AS d"
+    " WHERE d.scope = s.scope) FROM \"%w\".evidence_index_scopes AS s WHERE tenant = ?1 AND revision = ?2",
     "SELECT coalesce(sum(rows), 0) FROM \"%w\".evidence_index_expiry"
     " WHERE scope = ?1 AND level = ?2 AND bucket BETWEEN ?3 AND ?4",
     "SELECT chunk, docs FROM \"%w\".evidence_index_postings WHERE scope = ?1 AND era = ?3 AND token = ?2",
@@ -81,7 +82,8 @@ typedef struct Search {
   EvidenceSearcher *p;
   char **pzErr;
   int64_t scope, docs, nextDoc, now;
-  size_t nChunk;    /* chunks of 4096 documents: next_doc rounded up */
+  int64_t maxDoc;   /* the scope's highest document number, -1 if it has none */
+  size_t nChunk;    /* chunks of 4096 documents: up to the one of maxDoc */
   int nPlane;       /* bits of the highest possible score */
   uint64_t *aPlane; /* word w of plane b of chunk c: aPlane[(c * nPlane + b) * 64 + w] */
   uint64_t *aMask;  /* one bit per document: a set being worked on */
@@ -102,7 +104,8 @@ static int searchError(Search *s, int rc, const char *zFormat, ...) {
 static int searchStmt(Search *s, int id, sqlite3_stmt **ppStmt) {
   EvidenceSearcher *p = s->p;
   if (p->aStmt[id] == 0) {
-    char *zSql = sqlite3_mprintf(azSearchSql[id], p->zSchema);
+    /* the schema for each %w: S_SCOPE has two, the others one */
+    char *zSql = sqlite3_mprintf(azSearchSql[id], p->zSchema, p->zSchema);
     int rc;
     if (zSql == 0) return SQLITE_NOMEM;
     rc = sqlite3_prepare_v3(p->db, zSql, -1, SQLITE_PREPARE_PERSISTENT, &p->aStmt[id], 0);
@@ -393,12 +396,14 @@ int evidenceSearch(EvidenceSearcher *p, const char *tenant, size_t tenant_len, c
     s.scope = sqlite3_column_int64(pStmt, 0);
     s.docs = sqlite3_column_int64(pStmt, 1);
     s.nextDoc = sqlite3_column_int64(pStmt, 2);
+    s.maxDoc = sqlite3_column_type(pStmt, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(pStmt, 3);
     rc = SQLITE_OK;
   } else if (rc == SQLITE_DONE) {
     rc = SQLITE_OK;
   }
   sqlite3_reset(pStmt);
   if (rc != SQLITE_OK || !bFound) return rc; /* no such scope: nothing eligible */
+  if (s.maxDoc >= s.nextDoc || s.maxDoc >= EVIDENCE_DOC_NUMBER_LIMIT) return indexOutOfStep(&s);
   rc = searchExpired(&s, &nExpired);
   if (rc != SQLITE_OK) return rc;
   if (nExpired > s.docs) return indexOutOfStep(&s);
@@ -407,7 +412,7 @@ int evidenceSearch(EvidenceSearcher *p, const char *tenant, size_t tenant_len, c
   pOut->aHit = sqlite3_malloc64((size_t)limit * sizeof(EvidenceSearchHit));
   rc = pOut->aHit ? evidenceTokenListBuild(&tokens, (const unsigned char *)query, query_len) : SQLITE_NOMEM;
   if (rc == SQLITE_OK && tokens.nToken > 0) {
-    s.nChunk = (size_t)((s.nextDoc + EVIDENCE_CHUNK_DOCS - 1) >> EVIDENCE_CHUNK_BITS);
+    s.nChunk = s.maxDoc < 0 ? 0 : (size_t)(s.maxDoc >> EVIDENCE_CHUNK_BITS) + 1;
     while (((size_t)1 << s.nPlane) <= tokens.nToken) s.nPlane++;
     s.aPlane = sqlite3_malloc64(s.nChunk * (size_t)s.nPlane * EVIDENCE_CHUNK_WORDS * sizeof(uint64_t));
     s.aMask = sqlite3_malloc64(s.nChunk * EVIDENCE_CHUNK_WORDS * sizeof(uint64_t));

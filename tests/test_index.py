@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 from strategies import rich_text
 
-from pyevidence import EvidenceStore, Record, ValidationError
+from pyevidence import EvidenceStore, Record, StoreError, ValidationError
 from pyevidence.core.tokens import token_set
 from pyevidence.ranking.scoring import TokenScorer
 from pyevidence.storage import sql_functions
@@ -443,6 +443,60 @@ def test_check_index_compares_bitsets_bit_by_bit(engine: str, tmp_path: Path) ->
             "document 400 (no record) is posted under the token 'common', which its body does not have",
         ),
     ]
+
+
+def test_document_numbers_at_the_end_of_the_integers_are_an_index_out_of_step(
+    engine: str, tmp_path: Path
+) -> None:
+    """Only a raw write to the index's tables gives a scope a next_doc or a document number
+    near the end of SQLite's integers (or 2**32 documents entered since the last rebuild).
+    A search is sized by the scope's highest document, so a huge next_doc alone changes no
+    answer; a document number not below next_doc, or not below 2**32, is an index out of
+    step on retrieve; a write that would number a document there is refused with nothing
+    written. Both engines alike, no crash, no allocation of terabytes, no hang; check_index
+    names it and reindex repairs it."""
+    path = tmp_path / "s.db"
+    with EvidenceStore(path, engine=engine) as store:
+        store.put_many([Record("t", f"a{n}", "v1", "working", f"queue w{n}", "s://a", 100) for n in range(3)])
+    scope = {"tenant": "t", "revision": "v1", "query": "queue w1", "now": 0, "limit": 10}
+    new = {
+        "tenant": "t",
+        "revision": "v1",
+        "kind": "working",
+        "body": "queue",
+        "source": "s",
+        "expires_at": 9,
+    }
+    top = 2**63 - 1
+    raw = raw_connection(path)
+    try:
+        raw.execute(f"UPDATE evidence_index_scopes SET next_doc = {top}")
+        with EvidenceStore(path, engine=engine) as store:
+            hits = [(h.record_id, h.score) for h in store.retrieve(**scope).hits]
+            assert hits == [(h.record_id, h.score) for h in store.retrieve(**scope, method="scan").hits]
+            with pytest.raises(StoreError, match="nothing was written; rebuild it with `pyevidence reindex`"):
+                store.put(record_id="b", **new)
+            with pytest.raises(StoreError, match="nothing was written; rebuild it with `pyevidence reindex`"):
+                store.put_many([Record(record_id="c", **new)])
+            assert (
+                store.history(tenant="t", record_id="b") == ()
+                and store.history(tenant="t", record_id="c") == ()
+            )
+            assert [p.kind for p in store.check_index().problems] == ["next_doc_too_high"]
+        for doc, next_doc in ((2**32, 2**32 + 1), (3, 3), (top - 1, top)):
+            raw.execute(f"UPDATE evidence_index_scopes SET next_doc = {next_doc}")
+            raw.execute(f"UPDATE evidence_index_docs SET doc = {doc} WHERE record_id = 'a2'")
+            with EvidenceStore(path, engine=engine) as store:
+                with pytest.raises(StoreError, match="rebuild it with `pyevidence reindex`"):
+                    store.retrieve(**scope)
+                assert not store.check_index().ok
+    finally:
+        raw.close()
+    with EvidenceStore(path, engine=engine) as store:
+        store.reindex()
+        assert store.check_index().ok
+        store.put(record_id="b", **new)
+        assert [h.record_id for h in store.retrieve(**scope).hits] == ["a1", "a0", "a2", "b"]
 
 
 def test_method_is_checked(tmp_path: Path) -> None:

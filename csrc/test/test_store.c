@@ -499,6 +499,40 @@ static void testEraBoundary(EvidenceStore *p) {
   free(b);
 }
 
+/* Document numbers near the end of int64, which only a raw write to the index's tables
+** gives: a search is sized by the scope's highest document, a put that would number one
+** past the limit is refused before any overflow, and one not below next_doc or the limit
+** is an index out of step. UBSan runs it too. */
+static void testDocNumberLimit(EvidenceStore *p) {
+  static const char *const azQuery[] = {"queue", "w1"};
+  static const char zTop[] =
+      "UPDATE evidence_index_scopes SET next_doc = 9223372036854775807"
+      " WHERE revision = 'vl'";
+  static const char zFar[] =
+      "UPDATE evidence_index_docs SET doc = 4294967296 WHERE record_id = 'l001'"
+      " AND scope = (SELECT scope FROM evidence_index_scopes WHERE revision = 'vl')";
+  static const char zFarNext[] =
+      "UPDATE evidence_index_scopes SET next_doc = 4294967297 WHERE revision = 'vl'";
+  EvidenceRows *a = 0;
+  Batch *b = calloc(1, sizeof(Batch));
+  if (b == 0) abort();
+  batchAdd(b, "l000", "vl", "queue w0", 20);
+  batchAdd(b, "l001", "vl", "queue w1", 20);
+  CHECK(batchPut(p, b) == 0);
+  CHECK(evidence_store_exec(p, zTop, sizeof(zTop) - 1) == 0);
+  checkSearch(p, "vl", azQuery, 2);
+  batchAdd(b, "l002", "vl", "queue w2", 20);
+  CHECK(batchPut(p, b) != 0 && strstr(evidence_store_errmsg(p), "pyevidence reindex") != 0);
+  CHECK(count(p, "SELECT count(*) FROM evidence WHERE record_id = 'l002'") == 0);
+  CHECK(evidence_store_exec(p, zFarNext, sizeof(zFarNext) - 1) == 0);
+  CHECK(evidence_store_exec(p, zFar, sizeof(zFar) - 1) == 0);
+  CHECK(evidence_store_search(p, "tg", 2, "vl", 2, 11, "queue", 5, 10, &a) != 0);
+  CHECK(strstr(evidence_store_errmsg(p), "pyevidence reindex") != 0);
+  evidence_rows_free(a);
+  free(b->zData);
+  free(b);
+}
+
 /* A batch large enough to run with the schema's triggers and CHECKs off
 ** (evidence_batch.c, BATCH_UNCHECKED_MIN) that runs out of room halfway: it writes
 ** nothing, reports SQLite's own message, and leaves the checks on. */
@@ -540,6 +574,7 @@ int main(int argc, char **argv) {
   testPutMany(p);
   testLargeBatches(p);
   testEraBoundary(p);
+  testDocNumberLimit(p);
   testUncheckedBatchThatFails(p);
   testQuery(p);
   testLoadExtension(p);

@@ -150,6 +150,13 @@ def _check_scope(
         found.add("doc_stale", key, f"document {doc} is record {record_id!r}, not a current row here")
     for doc, count in run(_SHARED_NUMBERS_SQL, (scope,)):
         found.add("doc_number_shared", key, f"document number {doc} is given to {count} records")
+    if next_doc >= docsets.DOC_NUMBER_LIMIT:
+        found.add(
+            "next_doc_too_high",
+            key,
+            f"next_doc is {next_doc}; document numbers stay below {docsets.DOC_NUMBER_LIMIT}, "
+            "and a rebuild numbers the documents from 0 again",
+        )
     for record_id, doc in run(_BEYOND_NEXT_SQL, (scope, next_doc)):
         found.add(
             "doc_number_too_high", key, f"record {record_id!r} has document {doc}, next_doc is {next_doc}"

@@ -20,6 +20,10 @@ from collections.abc import Callable
 CHUNK_BITS = 12
 CHUNK_DOCS = 1 << CHUNK_BITS  # 4096 documents per chunk
 ERA_CHUNK_BITS = 3  # chunks per era, the lead of the postings' key (schema.sql: era = chunk >> 3)
+# Document numbers a search covers: below 2**32 (csrc/evidence_docset.h). A search sizes its
+# counters by the scope's highest number; a larger one, which only a raw write to the index's
+# tables gives, is an index out of step, not an allocation of terabytes.
+DOC_NUMBER_LIMIT = 1 << 32
 BITSET_BYTES = CHUNK_DOCS // 8  # 512
 MAX_LISTED = BITSET_BYTES // 2 - 1  # 255: up to this many numbers are listed, more are a bitset
 _BIG_ENDIAN = sys.byteorder == "big"

@@ -183,6 +183,8 @@ class IndexBatch:
 
     def _enter(self, scope: _Scope, record_id: str, expires_at: int, tokens: Iterable[str]) -> None:
         doc = scope.next_doc
+        if not 0 <= doc < docsets.DOC_NUMBER_LIMIT:  # as csrc/evidence_index_write.c, iwEnter()
+            raise IndexBroken(BROKEN)
         scope.next_doc += 1
         scope.docs += 1
         self._doc_inserts.append((scope.number, record_id, doc, expires_at))

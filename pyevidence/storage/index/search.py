@@ -27,7 +27,10 @@ from . import docsets
 
 OUT_OF_STEP = "the token index disagrees with the stored records; rebuild it with `pyevidence reindex`"
 
-_SCOPE_SQL = "SELECT scope, docs, next_doc FROM evidence_index_scopes WHERE tenant = ? AND revision = ?"
+_SCOPE_SQL = (
+    "SELECT s.scope, s.docs, s.next_doc, (SELECT max(d.doc) FROM evidence_index_docs AS d"
+    " WHERE d.scope = s.scope) FROM evidence_index_scopes AS s WHERE tenant = ? AND revision = ?"
+)
 _EXPIRED_SQL = (
     "SELECT coalesce(sum(rows), 0) FROM evidence_index_expiry"
     " WHERE scope = ? AND level = ? AND bucket BETWEEN ? AND ?"
@@ -74,15 +77,17 @@ def _search(
     found = conn.execute(_SCOPE_SQL, (tenant, revision)).fetchone()
     if found is None:
         return (), 0  # no such scope: nothing eligible
-    scope, docs, next_doc = found
+    scope, docs, next_doc, max_doc = found
+    if max_doc is not None and (max_doc >= next_doc or max_doc >= docsets.DOC_NUMBER_LIMIT):
+        raise IndexOutOfStep(OUT_OF_STEP)
     expired = _expired(conn, scope, now)
     if expired > docs:
         raise IndexOutOfStep(OUT_OF_STEP)
     eligible = docs - expired
     tokens = sorted(token_set(query))
-    if eligible == 0 or limit < 1 or not tokens or next_doc == 0:
+    if eligible == 0 or limit < 1 or not tokens or max_doc is None:
         return (), eligible
-    planes = _scores(conn, scope, tokens, next_doc)
+    planes = _scores(conn, scope, tokens, max_doc + 1)
     ranked = _ranked(conn, scope, now, docs, planes, limit)
     hits = []
     for record_id, score in ranked:
@@ -108,9 +113,10 @@ def _expired(conn: sqlite3.Connection, scope: int, now: int) -> int:
     return int(total)
 
 
-def _scores(conn: sqlite3.Connection, scope: int, tokens: list[str], next_doc: int) -> list[int]:
-    """Bit-sliced counters: bit d of planes[b] is bit b of document d's score."""
-    chunks = (next_doc + docsets.CHUNK_DOCS - 1) >> docsets.CHUNK_BITS
+def _scores(conn: sqlite3.Connection, scope: int, tokens: list[str], numbers: int) -> list[int]:
+    """Bit-sliced counters: bit d of planes[b] is bit b of document d's score, for the
+    documents numbered below ``numbers``."""
+    chunks = (numbers + docsets.CHUNK_DOCS - 1) >> docsets.CHUNK_BITS
     planes = [0] * len(tokens).bit_length()
     eras = (chunks + (1 << docsets.ERA_CHUNK_BITS) - 1) >> docsets.ERA_CHUNK_BITS
     for token in tokens:
