@@ -45,7 +45,7 @@ _ROWS_SQL = (
     " LEFT JOIN evidence_index_docs AS d ON d.scope = ?3 AND d.record_id = e.record_id"
     " WHERE e.tenant = ?1 AND e.revision = ?2 AND e.record_id > ?4 ORDER BY e.record_id LIMIT ?5"
 )
-# The bodies of the current rows whose documents are numbered in [?4, ?5), one era. The body
+# The bodies of the current rows whose documents are numbered ?4 to ?5, one era. The body
 # is read as bytes: raw SQL can store text that is not UTF-8, whose tokens are those of its
 # valid parts.
 _ERA_BODIES_SQL = (
