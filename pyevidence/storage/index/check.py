@@ -8,8 +8,8 @@ docsets naming exactly the records whose body has that token (the token rule,
 pyevidence/core/tokens.py), every docset canonical (docsets.py), the expiry counts
 equal to counts of the rows; and no index row of a scope that does not exist.
 It only reads, in keyset-paginated batches, inside the caller's snapshot. The tokens
-are compared one era (docsets.ERA_CHUNK_BITS) at a time, so its memory is that of
-one era's docsets, whatever the size of the store.
+are compared one era (docsets.ERA_CHUNK_BITS) at a time, so it holds one era's
+docsets, not the whole index's.
 """
 
 from __future__ import annotations
