@@ -14,24 +14,20 @@ docsets, not the whole index's.
 
 from __future__ import annotations
 
-import struct
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from ...core.records import IndexCheck, IndexProblem
 from ...core.tokens import token_set
+from ...core.validation import INT64_MAX  # raw SQL can write numbers up to it; none past it is bound
 from . import docsets
 from .rebuild import INDEX_TABLES, Run
 
 MAX_REPORTED = 50  # problems listed in full; problems_found counts them all
 LEVELS = range(8)
 _BATCH = 10_000
-_PACKED_NUMBER = struct.Struct("<H").pack  # a document number as a list docset holds it
 _ERA_DOCS = 1 << (docsets.ERA_CHUNK_BITS + docsets.CHUNK_BITS)
-# SQLite's largest integer: raw SQL can write document numbers and chunks up to it, and the
-# check must name them, not fail binding a number past it.
-_INT64_MAX = 2**63 - 1
 
 _SCOPES_SQL = "SELECT scope, tenant, revision, docs, next_doc FROM evidence_index_scopes ORDER BY scope"
 _UNINDEXED_SQL = (
@@ -172,7 +168,7 @@ def _check_scope(
 def _next_era(run: Run, scope: int, start: int) -> int | None:
     """The first era from start on that has a document or a posting row of the scope."""
     eras = [int(era) for (era,) in run(_NEXT_POSTING_ERA_SQL, (scope, start))]
-    if start * _ERA_DOCS <= _INT64_MAX:
+    if start * _ERA_DOCS <= INT64_MAX:
         eras += [int(doc) // _ERA_DOCS for (doc,) in run(_NEXT_DOC_ERA_SQL, (scope, start * _ERA_DOCS))]
     return min(eras, default=None)
 
@@ -185,11 +181,14 @@ def _compare_era(run: Run, found: _Findings, scope: int, key: tuple[str, str], e
     expected: dict[tuple[str, int], bytearray] = {}
     first = era * _ERA_DOCS
     bodies: Sequence[Sequence[Any]] = ()
-    if first <= _INT64_MAX:  # an era beyond the integers (a corrupt chunk) numbers no document
-        bounds = (tenant, revision, scope, first, min(first + _ERA_DOCS - 1, _INT64_MAX))
+    if first <= INT64_MAX:  # an era beyond the integers (a corrupt chunk) numbers no document
+        bounds = (tenant, revision, scope, first, min(first + _ERA_DOCS - 1, INT64_MAX))
         bodies = run(_ERA_BODIES_SQL, bounds)
     for doc, body in bodies:
-        chunk, packed = int(doc) >> docsets.CHUNK_BITS, _PACKED_NUMBER(int(doc) & (docsets.CHUNK_DOCS - 1))
+        chunk, packed = (
+            int(doc) >> docsets.CHUNK_BITS,
+            docsets.PACKED_NUMBERS[int(doc) & (docsets.CHUNK_DOCS - 1)],
+        )
         for token in token_set(bytes(body).decode("utf-8", "replace")):
             numbers = expected.get((token, chunk))
             if numbers is None:
@@ -234,7 +233,7 @@ def _report_difference(
             low = bits & -bits
             bits ^= low
             doc = (chunk << docsets.CHUNK_BITS) | (low.bit_length() - 1)
-            named = run(_RECORD_OF_SQL, (scope, doc)) if doc <= _INT64_MAX else ()
+            named = run(_RECORD_OF_SQL, (scope, doc)) if doc <= INT64_MAX else ()
             who = f"record {named[0][0]!r}" if named else f"document {doc} (no record)"
             found.add(kind, key, f"{who} " + says.format(token=token))
 

@@ -24,6 +24,8 @@ ERA_CHUNK_BITS = 3  # chunks per era, the lead of the postings' key (schema.sql:
 # counters by the scope's highest number; a larger one, which only a raw write to the index's
 # tables gives, is an index out of step, not an allocation of terabytes.
 DOC_NUMBER_LIMIT = 1 << 32
+# Each number of a chunk as a list docset holds it: two bytes, little-endian.
+PACKED_NUMBERS = [n.to_bytes(2, "little") for n in range(CHUNK_DOCS)]
 BITSET_BYTES = CHUNK_DOCS // 8  # 512
 MAX_LISTED = BITSET_BYTES // 2 - 1  # 255: up to this many numbers are listed, more are a bitset
 _BIG_ENDIAN = sys.byteorder == "big"

@@ -194,7 +194,7 @@ class IndexBatch:
             by_token = self._fresh[key] = defaultdict(bytearray)
         # A scope numbers the documents it gains in order, so each token's numbers stay
         # ascending: appending the packed number keeps the list encoding of the docset.
-        packed = _PACKED[doc & LOW_MASK]
+        packed = docsets.PACKED_NUMBERS[doc & LOW_MASK]
         for numbers in map(by_token.__getitem__, tokens):
             numbers += packed
         self._count_expiry(scope.number, expires_at, 1)
@@ -396,7 +396,6 @@ def _changed(blob: bytes | None, gained: list[int] | None, lost: list[int] | Non
 
 
 _era_and_token_of = itemgetter(1, 2)
-_PACKED = [n.to_bytes(2, "little") for n in range(docsets.CHUNK_DOCS)]
 _MAX_LISTED_BYTES = 2 * docsets.MAX_LISTED
 
 
