@@ -172,15 +172,17 @@ build/fuzz_%: csrc/test/fuzz_%.c $(EXT_SOURCES) $(C_HEADERS) | build
 
 ## node: the cluster node program, build/evidence_node (csrc/node/): one dqlite node with
 ## pyevidence's functions on every connection. Needs libdqlite's headers (Debian/Ubuntu:
-## apt-get install libdqlite-dev); `make test-cluster` installs them if missing.
+## apt-get install libdqlite-dev); `make test-cluster` installs them if missing. -rdynamic: the
+## node's own functions are named in its crash reports (csrc/node/evidence_crash.c).
 .PHONY: node
-NODE_SOURCES := csrc/node/evidence_node.c csrc/node/evidence_join.c
+NODE_SOURCES := csrc/node/evidence_node.c csrc/node/evidence_join.c csrc/node/evidence_crash.c
+NODE_HEADERS := csrc/node/evidence_join.h csrc/node/evidence_crash.h
 
 node: build/evidence_node
 
-build/evidence_node: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(C_HEADERS) | build
+build/evidence_node: $(NODE_SOURCES) $(NODE_HEADERS) $(EXT_SOURCES) $(C_HEADERS) | build
 	@pkg-config --exists dqlite || { echo "libdqlite's headers are missing: apt-get install libdqlite-dev" >&2; exit 1; }
-	$(CC) $(C_STD) -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -DSQLITE_CORE -o $@ $(NODE_SOURCES) $(EXT_SOURCES) \
+	$(CC) $(C_STD) -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -rdynamic -DSQLITE_CORE -o $@ $(NODE_SOURCES) $(EXT_SOURCES) \
 		$$(pkg-config --cflags --libs dqlite) -lsqlite3 -lpthread
 
 ## test-cluster: three nodes on loopback, a leader killed with SIGKILL (tests/test_cluster.py),
@@ -209,7 +211,7 @@ test-cluster-asan:
 	ASAN_OPTIONS=detect_leaks=1 PYEVIDENCE_REQUIRE_CLUSTER=1 PYEVIDENCE_NODE=build/evidence_node_asan \
 	  $(CLUSTER_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_cluster.py
 
-build/evidence_node_asan: $(NODE_SOURCES) csrc/node/evidence_join.h $(EXT_SOURCES) $(C_HEADERS) | build
+build/evidence_node_asan: $(NODE_SOURCES) $(NODE_HEADERS) $(EXT_SOURCES) $(C_HEADERS) | build
 	$(CC) $(C_STD) -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g $(SANITIZE) -DSQLITE_CORE -o $@ $(NODE_SOURCES) \
 		$(EXT_SOURCES) $$(pkg-config --cflags --libs dqlite) -lsqlite3 -lpthread
 

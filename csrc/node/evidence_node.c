@@ -5,11 +5,12 @@
 **   evidence_node --id 2 --address 127.0.0.1:9002 --data /tmp/n2 --join 127.0.0.1:9001
 **   evidence_node --id 3 --address 127.0.0.1:9003 --data /tmp/n3 --join 127.0.0.1:9001
 **
-** Runs in the foreground, logs to stderr, stops cleanly on SIGTERM or SIGINT
-** (exit status 0). Node 1 starts a new cluster; every other node joins one
-** through --join (any member; several may be given), once, on its first start
-** (evidence_join.c). A restarted node keeps its id and data directory and needs
-** no --join; given one, it checks it is still a voter.
+** Runs in the foreground, logs to stderr (a crash report too, evidence_crash.c),
+** stops cleanly on SIGTERM or SIGINT (exit status 0). Node 1 starts a new
+** cluster; every other node joins one through --join (any member; several may
+** be given), once, on its first start (evidence_join.c). A restarted node keeps
+** its id and data directory and needs no --join; given one, it checks it is
+** still a voter.
 **
 ** How the functions get there. dqlite cannot register SQL functions through its
 ** API, and its nodes open their SQLite connections themselves. So before the
@@ -31,6 +32,7 @@
 #include <dqlite.h>
 
 #include "../evidence_sqlite.h"
+#include "evidence_crash.h"
 #include "evidence_join.h"
 
 #define MAX_SEEDS 16
@@ -175,6 +177,7 @@ int main(int argc, char **argv) {
     return 2;
   }
 
+  evidenceCrashReportInstall(o.id);
   /* Before any connection exists, and so before dqlite opens its own. */
   if ((rc = sqlite3_auto_extension((void (*)(void))sqlite3_evidence_init)) != SQLITE_OK) {
     fprintf(stderr, "evidence_node: cannot register the evidence extension: %s\n", sqlite3_errstr(rc));
