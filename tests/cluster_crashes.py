@@ -15,10 +15,8 @@ the nodes' logs report.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,21 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_cluster import _CRASH_REPORT, ROOT, Cluster
+from test_cluster import _CRASH_REPORT, ROOT, Cluster, start_writer
 
 from pyevidence import EvidenceStore
-
-
-def _move_leadership(cluster: Cluster, to: int) -> None:
-    from dqliteclient import ClusterClient, MemoryNodeStore
-
-    async def move() -> None:
-        await ClusterClient(MemoryNodeStore([n.address for n in cluster.running()])).transfer_leadership(to)
-
-    try:
-        asyncio.run(move())
-    except Exception:  # an election under way: the next event goes on
-        pass
 
 
 def main() -> None:
@@ -59,17 +45,7 @@ def main() -> None:
         url = cluster.url()
         EvidenceStore(url).close()
         stop = root / "stop"
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        writers = []
-        for name in ("w1", "w2"):
-            with (root / f"{name}.jsonl").open("w") as out:
-                writers.append(
-                    subprocess.Popen(
-                        [sys.executable, str(ROOT / "tests" / "cluster_writer.py"), url, name, str(stop)],
-                        stdout=out,
-                        env=env,
-                    )
-                )
+        writers = [start_writer(url, name, stop, root) for name in ("w1", "w2")]
         # The first events only once both writers write: opening a store needs a leader.
         deadline = time.monotonic() + 60
         while any(not (root / f"{n}.jsonl").read_text() for n in ("w1", "w2")):
@@ -86,13 +62,13 @@ def main() -> None:
                     time.sleep(rng.uniform(0.05, 0.4))
                     leader.start(join=[])
                 else:
-                    _move_leadership(cluster, rng.choice(cluster.nodes).node_id)
+                    cluster.ask_transfer(rng.choice(cluster.nodes))  # refused in an election: go on
                 time.sleep(rng.uniform(0.0, 0.3))
         finally:
             stop.touch()
             for writer in writers:
                 if writer.wait(timeout=60) != 0:
-                    sys.exit("a writer failed (its error is above)")
+                    sys.exit("a writer failed:\n" + "".join(e.read_text() for e in root.glob("*.err")))
             for node in cluster.running():
                 node.stop()
         ops = sum(len((root / f"{n}.jsonl").read_text().splitlines()) for n in ("w1", "w2"))

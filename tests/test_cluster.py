@@ -211,19 +211,26 @@ class Cluster:
             time.sleep(0.05)
         raise AssertionError("no leader within 20 s")
 
-    def transfer(self, to: Node) -> None:
+    def ask_transfer(self, to: Node) -> bool:
+        """Asks the cluster once to move its leadership to node to; False if it could not (an
+        election under way)."""
         from dqliteclient import ClusterClient, MemoryNodeStore
 
         async def move() -> None:
             client = ClusterClient(MemoryNodeStore([n.address for n in self.running()]))
             await client.transfer_leadership(to.node_id)
 
+        try:
+            asyncio.run(move())
+        except Exception:
+            return False
+        return True
+
+    def transfer(self, to: Node) -> None:
         deadline = time.monotonic() + 20
         while self.leader() is not to:
             assert time.monotonic() < deadline, f"leadership did not move to node {to.node_id}"
-            try:
-                asyncio.run(move())
-            except Exception:
+            if not self.ask_transfer(to):
                 time.sleep(0.1)
 
     def running(self) -> list[Node]:
@@ -259,6 +266,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield c
     finally:
         c.stop_all()
+
+
+def start_writer(url: str, name: str, stop: Path, out: Path) -> subprocess.Popen[bytes]:
+    """A client process (tests/cluster_writer.py) writing to tenant-NAME until the file stop exists;
+    its operations go to out/NAME.jsonl, its errors to out/NAME.err."""
+    with (out / f"{name}.jsonl").open("w") as stdout, (out / f"{name}.err").open("w") as stderr:
+        return subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "cluster_writer.py"), url, name, str(stop)],
+            stdout=stdout,
+            stderr=stderr,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
 
 
 def record(i: int, **changes: Any) -> dict[str, Any]:
@@ -643,16 +662,7 @@ def test_leader_killed_again_and_again_under_load_loses_nothing(cluster: Cluster
     url = cluster.url()
     EvidenceStore(url).close()  # the schema, before two writers race to create it
     stop = tmp_path / "stop"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    writers = {
-        name: subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "cluster_writer.py"), url, name, str(stop)],
-            stdout=(tmp_path / f"{name}.jsonl").open("w"),
-            stderr=(tmp_path / f"{name}.err").open("w"),
-            env=env,
-        )
-        for name in ("w1", "w2")
-    }
+    writers = {name: start_writer(url, name, stop, tmp_path) for name in ("w1", "w2")}
     rng = random.Random(19)
     try:
         for _ in range(kills):
