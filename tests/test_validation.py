@@ -6,8 +6,12 @@ from typing import Any
 
 import pytest
 from helpers import record
+from hypothesis import given
+from hypothesis import strategies as st
 
-from pyevidence import EngineFallbackWarning, EngineUnavailableError, EvidenceStore, ValidationError
+from pyevidence import EngineFallbackWarning, EngineUnavailableError, EvidenceStore, Limits, ValidationError
+from pyevidence.core import validation
+from pyevidence.core.records import Record
 
 TEXT_FIELDS = ("tenant", "record_id", "revision", "body", "source")
 NOT_TEXT = (None, 1, 1.5, b"bytes", ["list"], True)
@@ -149,3 +153,162 @@ def test_native_unavailable_message_says_how_to_get_it(monkeypatch: pytest.Monke
     with pytest.warns(EngineFallbackWarning, match="libsqlite3-dev"):
         with EvidenceStore(":memory:", engine="auto") as store:
             assert store.engine == "python"
+
+
+# ---- put_many's shortcut for plainly valid records (validation._plain_record)
+
+
+class _Text(str):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+class _EqualToAll:
+    """Not a str, though it says it equals one."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = object.__hash__
+
+
+_LIMITS = Limits(max_field_bytes=6, max_body_bytes=9)
+# values around every edge the shortcut tests: ASCII or not, blank, at and over the limits
+# of _LIMITS, lone surrogates, str and int subclasses, other types
+_TEXT_EDGES = [
+    "a",
+    "team-a",
+    "team-ab",
+    "abcdefghi",
+    "abcdefghij",
+    "é",
+    "aé",
+    "\u00a0",
+    " ",
+    "",
+    "\t\n",
+    "ok\ud800",
+    _Text("a"),
+    _Text(" "),
+    _Text("é"),
+]
+_OTHER_EDGES = [None, 1, 1.5, b"a", True, ["a"]]
+_KIND_EDGES = [
+    "working",
+    "incident",
+    "runbook",
+    "Runbook",
+    "",
+    _Text("runbook"),
+    _EqualToAll(),
+    1,
+    None,
+    ["x"],
+]
+_EXPIRY_EDGES = [0, 1, 2**63 - 1, 2**63, -1, True, False, 1.0, None, "1", _Int(0), _Int(5), _Int(-1)]
+_FIELD_VALUES = st.sampled_from(_TEXT_EDGES)
+_OTHER_VALUES = st.sampled_from(_OTHER_EDGES)
+_KINDS = st.sampled_from(_KIND_EDGES)
+_EXPIRIES = st.sampled_from(_EXPIRY_EDGES)
+_EDGES = (
+    [
+        (name, value)
+        for name in ("tenant", "record_id", "revision", "body", "source")
+        for value in _TEXT_EDGES + _OTHER_EDGES
+    ]
+    + [("kind", value) for value in _KIND_EDGES]
+    + [("expires_at", value) for value in _EXPIRY_EDGES]
+)
+
+
+def _item(values: dict[str, Any], as_record: bool) -> Any:
+    if not as_record:
+        return values
+    try:
+        return Record(**values)  # a Record holds what it is given; validation checks it
+    except TypeError:
+        return values
+
+
+@st.composite
+def _items(draw: st.DrawFn) -> list[Any]:
+    items = []
+    for _ in range(draw(st.integers(0, 4))):
+        # a valid record, with up to two fields drawn from the edges
+        values = record(tenant="t", record_id=draw(st.sampled_from(["r", "r2"])), body="b", source="s")
+        fields = sorted(values)
+        for name in {draw(st.sampled_from(fields)), draw(st.sampled_from([*fields, "none"]))} - {"none"}:
+            if name == "kind":
+                values[name] = draw(_KINDS)
+            elif name == "expires_at":
+                values[name] = draw(_EXPIRIES)
+            else:
+                values[name] = draw(_FIELD_VALUES | _OTHER_VALUES)
+        wrong_keys = draw(st.integers(0, 19))
+        if wrong_keys == 0:
+            values.pop(draw(st.sampled_from(sorted(values))))
+        elif wrong_keys == 1:
+            values["extra"] = 1
+        items.append(_item(values, draw(st.booleans())))
+    return items
+
+
+def _in_full(items: list[Any]) -> Any:
+    """What records() returns or raises, with every item checked by record() in full (the
+    path before the shortcut): the records, or the error's field and reason."""
+    out = []
+    for index, item in enumerate(items):
+        values = {n: getattr(item, n) for n in validation.RECORD_FIELDS} if isinstance(item, Record) else item
+        if values.keys() != set(validation.RECORD_FIELDS):
+            return ("error", f"records[{index}]")
+        try:
+            valid = validation.record(**values, limits=_LIMITS)
+        except ValidationError as exc:
+            return ("error", f"records[{index}].{exc.field}", exc.reason)
+        out.append(item if valid == item and type(item.expires_at) is int else valid)
+    return out
+
+
+def _outcome(items: list[Any]) -> Any:
+    try:
+        return validation.records(items, _LIMITS)
+    except ValidationError as exc:
+        if "." not in exc.field:  # the item itself: which keys are wrong is _wrong_keys' to say
+            return ("error", exc.field)
+        return ("error", exc.field, exc.reason)
+
+
+@pytest.mark.parametrize(("name", "value"), _EDGES, ids=repr)
+@pytest.mark.parametrize("as_record", [True, False], ids=["Record", "dict"])
+def test_put_many_checks_every_edge_of_a_field_as_put_does(name: str, value: Any, as_record: bool) -> None:
+    items = [_item(record(**{"tenant": "t", "body": "b", "source": "s", name: value}), as_record)]
+    got, want = _outcome(items), _in_full(items)
+    assert got == want
+    if isinstance(want, list):
+        assert [type(getattr(r, name)) for r in got] == [type(getattr(r, name)) for r in want]
+        assert (got[0] is items[0]) == (want[0] is items[0])
+
+
+@given(_items())
+def test_put_many_accepts_and_refuses_exactly_what_put_does(items: list[Any]) -> None:
+    got, want = _outcome(items), _in_full(items)
+    assert got == want
+    if isinstance(want, list):  # the same records, down to the types of their fields
+        assert [tuple(map(type, vars(r).values())) for r in got] == [
+            tuple(map(type, vars(r).values())) for r in want
+        ]
+        # a Record kept as it came in one is kept in the other
+        assert [g is i for g, i in zip(got, items, strict=True)] == [
+            w is i for w, i in zip(want, items, strict=True)
+        ]
+
+
+def test_put_many_keeps_a_valid_record_as_it_came() -> None:
+    given_records = [Record(**record(record_id=f"r{i}")) for i in range(3)]
+    checked = validation.records(given_records)
+    assert all(c is g for c, g in zip(checked, given_records, strict=True))
+    from_mappings = validation.records([record(record_id="m")])
+    assert from_mappings == [Record(**record(record_id="m"))]
