@@ -165,7 +165,8 @@ int evidenceTokenListBuild(EvidenceTokenList *p, const unsigned char *z, size_t 
   rc = evidenceTokenize(z, n, tokenListAppend, p);
   if (rc != SQLITE_OK) return rc;
   if (p->nToken < 2) return SQLITE_OK;
-  aIdx = sqlite3_malloc64(p->nToken * (3 * sizeof(size_t) + sizeof(uint64_t)));
+  /* in 64 bits: where size_t has 32, a body of a billion bytes could overflow it */
+  aIdx = sqlite3_malloc64((sqlite3_uint64)p->nToken * (3 * sizeof(size_t) + sizeof(uint64_t)));
   if (aIdx == 0) return SQLITE_NOMEM;
   aStart = aIdx + p->nToken; /* first the merge sort's scratch, then the distinct tokens */
   aLen = aStart + p->nToken;
