@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import fields
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from .errors import ValidationError
@@ -97,6 +98,9 @@ def record(
 
 RECORD_FIELDS = tuple(f.name for f in fields(Record))
 _RECORD_FIELD_SET = frozenset(RECORD_FIELDS)
+# A Record's or a mapping's fields as a tuple, in the Record's own order.
+_record_values = attrgetter(*RECORD_FIELDS)
+_mapping_values = itemgetter(*RECORD_FIELDS)
 
 
 def _wrong_keys(where: str, values: Mapping[Any, Any]) -> None:
@@ -152,17 +156,9 @@ def _plain_record(item: Any, field_bytes: int, body_bytes: int) -> Record | None
     batches)."""
     kind = type(item)
     if kind is Record:
-        values: tuple[Any, ...] = (
-            item.tenant,
-            item.record_id,
-            item.revision,
-            item.kind,
-            item.body,
-            item.source,
-            item.expires_at,
-        )
+        values: tuple[Any, ...] = _record_values(item)
     elif kind is dict and item.keys() == _RECORD_FIELD_SET:
-        values = tuple(map(item.__getitem__, RECORD_FIELDS))
+        values = _mapping_values(item)
     else:
         return None
     tenant, record_id, revision, record_kind_, body, source, expires_at = values
