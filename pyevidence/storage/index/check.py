@@ -9,13 +9,14 @@ pyevidence/core/tokens.py), every docset canonical (docsets.py), the expiry coun
 equal to counts of the rows; and no index row of a scope that does not exist.
 It only reads, in keyset-paginated batches, inside the caller's snapshot. The tokens
 are compared one era (docsets.ERA_CHUNK_BITS) at a time, so it holds one era's
-docsets, not the whole index's.
+docsets, not the whole index's; the expiry counts one bucket per level at a time,
+in expires_at order, so a store whose every record has its own expiry costs no
+more memory than one whose records share a few.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ...core.records import IndexCheck, IndexProblem
@@ -71,7 +72,21 @@ _POSTINGS_SQL = (
     " WHERE scope = ?1 AND era = ?2 AND (token, chunk) > (?3, ?4) ORDER BY token, chunk LIMIT ?5"
 )
 _RECORD_OF_SQL = "SELECT record_id FROM evidence_index_docs WHERE scope = ?1 AND doc = ?2"
-_EXPIRY_SQL = "SELECT level, bucket, rows FROM evidence_index_expiry WHERE scope = ?1"
+# The scope's current rows counted by expires_at, in evidence_current's key order (the view
+# evidence has the same rows, but its join to the history is not left out under GROUP BY).
+_EXPIRIES_FIRST_SQL = (
+    "SELECT expires_at, count(*) FROM evidence_current WHERE tenant = ?1 AND revision = ?2"
+    " GROUP BY expires_at ORDER BY expires_at LIMIT ?3"
+)
+_EXPIRIES_NEXT_SQL = (
+    "SELECT expires_at, count(*) FROM evidence_current"
+    " WHERE tenant = ?1 AND revision = ?2 AND expires_at > ?3 GROUP BY expires_at ORDER BY expires_at LIMIT ?4"
+)
+# The counts the index holds for one level, by bucket (bucket >= 0: schema.sql CHECK).
+_EXPIRY_SQL = (
+    "SELECT bucket, rows FROM evidence_index_expiry WHERE scope = ?1 AND level = ?2 AND bucket > ?3"
+    " ORDER BY bucket LIMIT ?4"
+)
 _ORPHANS_SQL = "SELECT count(*) FROM {table} WHERE scope NOT IN (SELECT scope FROM evidence_index_scopes)"
 
 
@@ -117,14 +132,11 @@ def _check_scope(
 ) -> int:
     """Checks one scope; returns how many current rows it has."""
     tenant, revision = key
-    expiry: Counter[tuple[int, int]] = Counter()
     rows = 0
     after = ""
     while batch := run(_ROWS_SQL, (tenant, revision, scope, after, _BATCH)):
         for record_id, expires_at, doc, doc_expires_at in batch:
             rows += 1
-            for level in LEVELS:
-                expiry[level, int(expires_at) >> (8 * level)] += 1
             if doc is None:
                 found.add("doc_missing", key, f"record {record_id!r} has no document in the index")
             elif doc_expires_at != expires_at:
@@ -161,7 +173,7 @@ def _check_scope(
     while era is not None:
         _compare_era(run, found, scope, key, era)
         era = _next_era(run, scope, era + 1)
-    _compare_expiry(run, found, scope, key, expiry)
+    _compare_expiry(run, found, scope, key)
     return rows
 
 
@@ -238,19 +250,90 @@ def _report_difference(
             found.add(kind, key, f"{who} " + says.format(token=token))
 
 
-def _compare_expiry(
-    run: Run, found: _Findings, scope: int, key: tuple[str, str], expected: Counter[tuple[int, int]]
-) -> None:
-    held = {(int(level), int(bucket)): int(rows) for level, bucket, rows in run(_EXPIRY_SQL, (scope,))}
-    for place in sorted(set(held) | set(expected)):
-        if held.get(place, 0) != expected.get(place, 0):
-            level, bucket = place
-            found.add(
-                "expiry_count_wrong",
-                key,
-                f"level {level}, bucket {bucket}: the index counts {held.get(place, 0)} rows, "
-                f"the scope has {expected.get(place, 0)}",
+def _compare_expiry(run: Run, found: _Findings, scope: int, key: tuple[str, str]) -> None:
+    """Compares the scope's expiry counts with its current rows, reported in (level, bucket)
+    order: one pass over the rows counted by expires_at, each level settling a bucket when
+    the next one starts."""
+    levels = [_LevelCounts(run, scope, level) for level in LEVELS]
+    tenant, revision = key
+    page = run(_EXPIRIES_FIRST_SQL, (tenant, revision, _BATCH))
+    while page:
+        for expires_at, rows in page:
+            for level in levels:
+                level.add(int(expires_at), int(rows))
+        if len(page) < _BATCH:
+            break
+        page = run(_EXPIRIES_NEXT_SQL, (tenant, revision, page[-1][0], _BATCH))
+    for level in levels:
+        level.finish()
+        for detail in level.listed:
+            found.add("expiry_count_wrong", key, detail)
+        found.count += level.count - len(level.listed)
+
+
+class _LevelCounts:
+    """One level of a scope's expiry counts: the rows of each bucket, met in ascending
+    order, against the counts the index holds for that level, read in the same order."""
+
+    def __init__(self, run: Run, scope: int, level: int) -> None:
+        self._shift = 8 * level
+        self._level = level
+        self._held = _paged(run, _EXPIRY_SQL, (scope, level), -1)
+        self._next_held = next(self._held, None)
+        self._bucket: int | None = None
+        self._rows = 0
+        self.listed: list[str] = []  # the first MAX_REPORTED problems
+        self.count = 0
+
+    def add(self, expires_at: int, rows: int) -> None:
+        bucket = expires_at >> self._shift
+        if bucket != self._bucket:
+            self._settle()
+            self._bucket, self._rows = bucket, 0
+        self._rows += rows
+
+    def finish(self) -> None:
+        self._settle()
+        self._bucket = None
+        while self._next_held is not None:
+            self._differs(*self._take_held(), 0)
+
+    def _settle(self) -> None:
+        """Compares the bucket counted so far, and any held bucket below it."""
+        if self._bucket is None:
+            return
+        while self._next_held is not None and self._next_held[0] < self._bucket:
+            self._differs(*self._take_held(), 0)
+        held = 0
+        if self._next_held is not None and self._next_held[0] == self._bucket:
+            held = self._take_held()[1]
+        if held != self._rows:
+            self._differs(self._bucket, held, self._rows)
+
+    def _take_held(self) -> tuple[int, int]:
+        assert self._next_held is not None
+        bucket, rows = self._next_held
+        self._next_held = next(self._held, None)
+        return bucket, rows
+
+    def _differs(self, bucket: int, held: int, rows: int) -> None:
+        self.count += 1
+        if len(self.listed) < MAX_REPORTED:
+            self.listed.append(
+                f"level {self._level}, bucket {bucket}: the index counts {held} rows, the scope has {rows}"
             )
+
+
+def _paged(run: Run, sql: str, params: tuple[Any, ...], after: int) -> Iterator[tuple[int, int]]:
+    """The (key, value) rows of a keyset-paginated query whose last two parameters are the
+    key to start after and the page size."""
+    while True:
+        page = run(sql, (*params, after, _BATCH))
+        for first, second in page:
+            yield int(first), int(second)
+        if len(page) < _BATCH:
+            return
+        after = int(page[-1][0])
 
 
 def _held(blob: Any) -> tuple[int, str | None]:
