@@ -80,7 +80,8 @@ _EXPIRIES_FIRST_SQL = (
 )
 _EXPIRIES_NEXT_SQL = (
     "SELECT expires_at, count(*) FROM evidence_current"
-    " WHERE tenant = ?1 AND revision = ?2 AND expires_at > ?3 GROUP BY expires_at ORDER BY expires_at LIMIT ?4"
+    " WHERE tenant = ?1 AND revision = ?2 AND expires_at > ?3"
+    " GROUP BY expires_at ORDER BY expires_at LIMIT ?4"
 )
 # The counts the index holds for one level, by bucket (bucket >= 0: schema.sql CHECK).
 _EXPIRY_SQL = (
