@@ -54,19 +54,26 @@ _NEXT_DOC_ERA_SQL = "SELECT doc FROM evidence_index_docs WHERE scope = ?1 AND do
 _NEXT_POSTING_ERA_SQL = (
     "SELECT era FROM evidence_index_postings WHERE scope = ?1 AND era >= ?2 ORDER BY era LIMIT 1"
 )
+# Three lists of problems, each read a page at a time (_pages): a query whose last
+# parameter is the page size and whose {after} starts a page after the previous one's last
+# row, by the key of its ORDER BY, which the query after it names.
 _STALE_SQL = (
-    "SELECT d.record_id, d.doc FROM evidence_index_docs AS d WHERE d.scope = ?1 AND NOT EXISTS ("
+    "SELECT d.record_id, d.doc FROM evidence_index_docs AS d WHERE d.scope = ?1 {after} AND NOT EXISTS ("
     " SELECT 1 FROM evidence AS e WHERE e.tenant = ?2 AND e.revision = ?3 AND e.record_id = d.record_id)"
-    " ORDER BY d.record_id"
+    " ORDER BY d.record_id LIMIT ?4"
 )
+_STALE_AFTER = "AND d.record_id > ?5"
 _DOC_ROWS_SQL = "SELECT count(*) FROM evidence_index_docs WHERE scope = ?1"
 _SHARED_NUMBERS_SQL = (
-    "SELECT doc, count(*) FROM evidence_index_docs WHERE scope = ?1"
-    " GROUP BY doc HAVING count(*) > 1 ORDER BY doc"
+    "SELECT doc, count(*) FROM evidence_index_docs WHERE scope = ?1 {after}"
+    " GROUP BY doc HAVING count(*) > 1 ORDER BY doc LIMIT ?2"
 )
+_SHARED_NUMBERS_AFTER = "AND doc > ?3"
 _BEYOND_NEXT_SQL = (
-    "SELECT record_id, doc FROM evidence_index_docs WHERE scope = ?1 AND doc >= ?2 ORDER BY doc"
+    "SELECT doc, expires_at, record_id FROM evidence_index_docs WHERE scope = ?1 AND doc >= ?2 {after}"
+    " ORDER BY doc, expires_at, record_id LIMIT ?3"
 )
+_BEYOND_NEXT_AFTER = "AND (doc, expires_at, record_id) > (?4, ?5, ?6)"
 _POSTINGS_SQL = (
     "SELECT token, chunk, docs FROM evidence_index_postings"
     " WHERE scope = ?1 AND era = ?2 AND (token, chunk) > (?3, ?4) ORDER BY token, chunk LIMIT ?5"
@@ -155,9 +162,9 @@ def _check_scope(
             f"the scope row says {docs} documents and the index has {doc_rows} document rows; "
             f"the scope has {rows} current rows",
         )
-    for record_id, doc in run(_STALE_SQL, (scope, tenant, revision)):
+    for record_id, doc in _pages(run, _STALE_SQL, _STALE_AFTER, (scope, tenant, revision), 1):
         found.add("doc_stale", key, f"document {doc} is record {record_id!r}, not a current row here")
-    for doc, count in run(_SHARED_NUMBERS_SQL, (scope,)):
+    for doc, count in _pages(run, _SHARED_NUMBERS_SQL, _SHARED_NUMBERS_AFTER, (scope,), 1):
         found.add("doc_number_shared", key, f"document number {doc} is given to {count} records")
     if next_doc >= docsets.DOC_NUMBER_LIMIT:
         found.add(
@@ -166,7 +173,7 @@ def _check_scope(
             f"next_doc is {next_doc}; document numbers stay below {docsets.DOC_NUMBER_LIMIT}, "
             "and a rebuild numbers the documents from 0 again",
         )
-    for record_id, doc in run(_BEYOND_NEXT_SQL, (scope, next_doc)):
+    for doc, _, record_id in _pages(run, _BEYOND_NEXT_SQL, _BEYOND_NEXT_AFTER, (scope, next_doc), 3):
         found.add(
             "doc_number_too_high", key, f"record {record_id!r} has document {doc}, next_doc is {next_doc}"
         )
@@ -335,6 +342,20 @@ def _paged(run: Run, sql: str, params: tuple[Any, ...], after: int) -> Iterator[
         if len(page) < _BATCH:
             return
         after = int(page[-1][0])
+
+
+def _pages(
+    run: Run, sql: str, after: str, params: tuple[Any, ...], key_columns: int
+) -> Iterator[Sequence[Any]]:
+    """The rows of ``sql`` (see _STALE_SQL) a page of _BATCH at a time, so that a long list
+    of problems is counted without being held: a page starts after the last row's first
+    ``key_columns`` columns."""
+    page = run(sql.format(after=""), (*params, _BATCH))
+    while True:
+        yield from page
+        if len(page) < _BATCH:
+            return
+        page = run(sql.format(after=after), (*params, _BATCH, *page[-1][:key_columns]))
 
 
 def _held(blob: Any) -> tuple[int, str | None]:

@@ -1,8 +1,9 @@
-"""check_index's comparison of the expiry counts, which streams a scope's rows in
-expires_at order and holds one bucket per level (pyevidence/storage/index/check.py),
-against the plain model it replaced: every (level, bucket) counted in a dict. Both must
-name the same wrong counts in the same order, whatever the expiries and the damage, and
-across page boundaries."""
+"""check_index reads a page at a time and holds no list as long as the store
+(pyevidence/storage/index/check.py). Its comparison of the expiry counts streams a scope's
+rows in expires_at order, one bucket per level, and must name what the plain model it
+replaced names (every (level, bucket) counted in a dict), whatever the expiries and the
+damage; its lists of document problems must be counted in full and listed in order, across
+page boundaries."""
 
 from __future__ import annotations
 
@@ -136,3 +137,36 @@ def test_many_wrong_counts_are_all_counted_and_the_first_ones_listed_in_order(
     assert len(wanted) == 147 > check.MAX_REPORTED
     assert checked.problems_found == len(wanted)
     assert [p.detail for p in checked.problems] == wanted[: check.MAX_REPORTED]
+
+
+@pytest.mark.parametrize("page", [7, 10_000])
+def test_long_lists_of_document_problems_are_counted_in_full_and_listed_in_order(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page: int
+) -> None:
+    monkeypatch.setattr(check, "_BATCH", page)
+    path = tmp_path / "e.db"
+    _store(path, engine, [5, 6, 7])  # documents 0, 1, 2 of scope 1; next_doc 3
+    conn = sqlite3.connect(path)
+    # 40 rows for records that are not current: stale; the first 20 share the numbers 0 and 1
+    # with each other and with the current rows, the others share 3 to 7, four to a number
+    stale = [(f"gone{i:02}", i % 2 if i < 20 else 3 + i % 5, 9) for i in range(40)]
+    conn.executemany(
+        "INSERT INTO evidence_index_docs (scope, record_id, doc, expires_at) VALUES (1, ?, ?, ?)", stale
+    )
+    conn.commit()
+    conn.close()
+    with EvidenceStore(path, engine=engine) as store:
+        checked = store.check_index()
+    details = [
+        "the scope row says 3 documents and the index has 43 document rows; the scope has 3 current rows",
+        *(f"document {doc} is record {record_id!r}, not a current row here" for record_id, doc, _ in stale),
+        "document number 0 is given to 11 records",
+        "document number 1 is given to 11 records",
+        *(f"document number {doc} is given to 4 records" for doc in range(3, 8)),
+        *(
+            f"record {record_id!r} has document {doc}, next_doc is 3"
+            for doc, record_id in sorted((doc, record_id) for record_id, doc, _ in stale if doc >= 3)
+        ),
+    ]
+    assert checked.problems_found == 1 + 40 + 7 + 20 == len(details)
+    assert [p.detail for p in checked.problems] == details[: check.MAX_REPORTED]
