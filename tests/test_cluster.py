@@ -627,6 +627,9 @@ def test_a_large_put_many_writes_what_a_file_writes(cluster: Cluster, tmp_path: 
         assert on_cluster.retrieve(tenant="team-a", revision="v1", query="disk", now=1).eligible_count == 25
         assert _chain(on_cluster, "team-a") == _chain(on_file, "team-a")
         assert on_cluster.verify(tenant="team-a").ok and on_cluster.verify(tenant="team-b").ok
+        # the index check reads a page at a time through the cluster as through a file
+        assert on_cluster.check_index() == on_file.check_index()
+        assert on_file.check_index().ok and on_file.check_index().records_checked == 50  # ids 0-49, once each
 
 
 def test_a_put_many_is_cut_into_short_statements() -> None:
