@@ -54,9 +54,8 @@ _NEXT_DOC_ERA_SQL = "SELECT doc FROM evidence_index_docs WHERE scope = ?1 AND do
 _NEXT_POSTING_ERA_SQL = (
     "SELECT era FROM evidence_index_postings WHERE scope = ?1 AND era >= ?2 ORDER BY era LIMIT 1"
 )
-# Three lists of problems, each read a page at a time (_pages): a query whose last
-# parameter is the page size and whose {after} starts a page after the previous one's last
-# row, by the key of its ORDER BY, which the query after it names.
+# Lists read a page at a time (_pages): each query's {after} is left out of the first page
+# and replaced by the condition after it (_AFTER) on the others.
 _STALE_SQL = (
     "SELECT d.record_id, d.doc FROM evidence_index_docs AS d WHERE d.scope = ?1 {after} AND NOT EXISTS ("
     " SELECT 1 FROM evidence AS e WHERE e.tenant = ?2 AND e.revision = ?3 AND e.record_id = d.record_id)"
@@ -81,20 +80,17 @@ _POSTINGS_SQL = (
 _RECORD_OF_SQL = "SELECT record_id FROM evidence_index_docs WHERE scope = ?1 AND doc = ?2"
 # The scope's current rows counted by expires_at, in evidence_current's key order (the view
 # evidence has the same rows, but its join to the history is not left out under GROUP BY).
-_EXPIRIES_FIRST_SQL = (
-    "SELECT expires_at, count(*) FROM evidence_current WHERE tenant = ?1 AND revision = ?2"
+_EXPIRIES_SQL = (
+    "SELECT expires_at, count(*) FROM evidence_current WHERE tenant = ?1 AND revision = ?2 {after}"
     " GROUP BY expires_at ORDER BY expires_at LIMIT ?3"
 )
-_EXPIRIES_NEXT_SQL = (
-    "SELECT expires_at, count(*) FROM evidence_current"
-    " WHERE tenant = ?1 AND revision = ?2 AND expires_at > ?3"
-    " GROUP BY expires_at ORDER BY expires_at LIMIT ?4"
-)
-# The counts the index holds for one level, by bucket (bucket >= 0: schema.sql CHECK).
+_EXPIRIES_AFTER = "AND expires_at > ?4"
+# The counts the index holds for one level, by bucket.
 _EXPIRY_SQL = (
-    "SELECT bucket, rows FROM evidence_index_expiry WHERE scope = ?1 AND level = ?2 AND bucket > ?3"
-    " ORDER BY bucket LIMIT ?4"
+    "SELECT bucket, rows FROM evidence_index_expiry WHERE scope = ?1 AND level = ?2 {after}"
+    " ORDER BY bucket LIMIT ?3"
 )
+_EXPIRY_AFTER = "AND bucket > ?4"
 _ORPHANS_SQL = "SELECT count(*) FROM {table} WHERE scope NOT IN (SELECT scope FROM evidence_index_scopes)"
 
 
@@ -263,15 +259,9 @@ def _compare_expiry(run: Run, found: _Findings, scope: int, key: tuple[str, str]
     order: one pass over the rows counted by expires_at, each level settling a bucket when
     the next one starts."""
     levels = [_LevelCounts(run, scope, level) for level in LEVELS]
-    tenant, revision = key
-    page = run(_EXPIRIES_FIRST_SQL, (tenant, revision, _BATCH))
-    while page:
-        for expires_at, rows in page:
-            for level in levels:
-                level.add(int(expires_at), int(rows))
-        if len(page) < _BATCH:
-            break
-        page = run(_EXPIRIES_NEXT_SQL, (tenant, revision, page[-1][0], _BATCH))
+    for expires_at, rows in _pages(run, _EXPIRIES_SQL, _EXPIRIES_AFTER, key, 1):
+        for level in levels:
+            level.add(int(expires_at), int(rows))
     for level in levels:
         level.finish()
         for detail in level.listed:
@@ -286,7 +276,7 @@ class _LevelCounts:
     def __init__(self, run: Run, scope: int, level: int) -> None:
         self._shift = 8 * level
         self._level = level
-        self._held = _paged(run, _EXPIRY_SQL, (scope, level), -1)
+        self._held = ((int(b), int(n)) for b, n in _pages(run, _EXPIRY_SQL, _EXPIRY_AFTER, (scope, level), 1))
         self._next_held = next(self._held, None)
         self._bucket: int | None = None
         self._rows = 0
@@ -332,24 +322,13 @@ class _LevelCounts:
             )
 
 
-def _paged(run: Run, sql: str, params: tuple[Any, ...], after: int) -> Iterator[tuple[int, int]]:
-    """The (key, value) rows of a keyset-paginated query whose last two parameters are the
-    key to start after and the page size."""
-    while True:
-        page = run(sql, (*params, after, _BATCH))
-        for first, second in page:
-            yield int(first), int(second)
-        if len(page) < _BATCH:
-            return
-        after = int(page[-1][0])
-
-
 def _pages(
     run: Run, sql: str, after: str, params: tuple[Any, ...], key_columns: int
 ) -> Iterator[Sequence[Any]]:
-    """The rows of ``sql`` (see _STALE_SQL) a page of _BATCH at a time, so that a long list
-    of problems is counted without being held: a page starts after the last row's first
-    ``key_columns`` columns."""
+    """The rows of ``sql`` a page of _BATCH at a time, so that a list as long as the store is
+    never held: ``sql`` takes ``params`` and then the page size; on every page but the
+    first, its ``{after}`` becomes ``after``, which takes the previous page's last row's first
+    ``key_columns`` columns, the key of its ORDER BY."""
     page = run(sql.format(after=""), (*params, _BATCH))
     while True:
         yield from page
