@@ -107,6 +107,11 @@ class _Findings:
             tenant, revision = scope if scope else (None, None)
             self.listed.append(IndexProblem(kind, tenant, revision, detail))
 
+    def merge(self, later: _Findings) -> None:
+        """Adds the problems ``later`` found, as if they had been found after these."""
+        self.listed += later.listed[: MAX_REPORTED - len(self.listed)]
+        self.count += later.count
+
 
 def check(run: Run) -> IndexCheck:
     """Compares the index with evidence; run it inside one read snapshot."""
@@ -258,30 +263,27 @@ def _compare_expiry(run: Run, found: _Findings, scope: int, key: tuple[str, str]
     """Compares the scope's expiry counts with its current rows, reported in (level, bucket)
     order: one pass over the rows counted by expires_at, each level settling a bucket when
     the next one starts."""
-    levels = [_LevelCounts(run, scope, level) for level in LEVELS]
+    levels = [_LevelCounts(run, scope, key, level) for level in LEVELS]
     for expires_at, rows in _pages(run, _EXPIRIES_SQL, _EXPIRIES_AFTER, key, 1):
         for level in levels:
             level.add(int(expires_at), int(rows))
     for level in levels:
         level.finish()
-        for detail in level.listed:
-            found.add("expiry_count_wrong", key, detail)
-        found.count += level.count - len(level.listed)
+        found.merge(level.found)
 
 
 class _LevelCounts:
     """One level of a scope's expiry counts: the rows of each bucket, met in ascending
     order, against the counts the index holds for that level, read in the same order."""
 
-    def __init__(self, run: Run, scope: int, level: int) -> None:
+    def __init__(self, run: Run, scope: int, key: tuple[str, str], level: int) -> None:
         self._shift = 8 * level
-        self._level = level
+        self._key, self._level = key, level
         self._held = ((int(b), int(n)) for b, n in _pages(run, _EXPIRY_SQL, _EXPIRY_AFTER, (scope, level), 1))
         self._next_held = next(self._held, None)
         self._bucket: int | None = None
         self._rows = 0
-        self.listed: list[str] = []  # the first MAX_REPORTED problems
-        self.count = 0
+        self.found = _Findings()  # this level's, merged in level order by _compare_expiry
 
     def add(self, expires_at: int, rows: int) -> None:
         bucket = expires_at >> self._shift
@@ -315,11 +317,11 @@ class _LevelCounts:
         return bucket, rows
 
     def _differs(self, bucket: int, held: int, rows: int) -> None:
-        self.count += 1
-        if len(self.listed) < MAX_REPORTED:
-            self.listed.append(
-                f"level {self._level}, bucket {bucket}: the index counts {held} rows, the scope has {rows}"
-            )
+        self.found.add(
+            "expiry_count_wrong",
+            self._key,
+            f"level {self._level}, bucket {bucket}: the index counts {held} rows, the scope has {rows}",
+        )
 
 
 def _pages(
