@@ -1,0 +1,245 @@
+"""What the schema's layout alone lets put_many reach (not part of the test suite).
+
+    .venv-3.13/bin/python tests/layout_floor.py 100000 [--batch 10000]
+
+Loads the benchmark corpus (N eligible records and the distractors) with the Python engine's
+put_many, a batch at a time, and records every statement the engine runs with its parameters.
+After each batch it replays those statements, and only those, into a second store that is
+empty at first, and times the replay. The replay does SQLite's part of each put_many and
+nothing else: the same rows into the same B-trees, the same reads, one transaction per batch,
+with the triggers and CHECK constraints off as the engine's unchecked batches have them. It
+does not tokenize, hash, validate or queue. No writer of this layout can load faster than
+the replay, whatever language it is written in, so its rate is the layout's floor. The script
+prints it beside FTS5's insert and the plain executemany of the write benchmark
+(pyevidence/bench/writes.py), loaded in the same process right after it. Run it with a Python
+whose sqlite3 has setconfig (3.12 and later), as the engine's unchecked batches need it.
+
+It replays each batch a second time, into a third store, with one change: the batch's
+postings (one upsert per token and chunk) are written as a segment in the manner of FTS5,
+their (token, chunk, docset) entries in token order packed into blocks of about 4,000 bytes,
+a row per block and a row per block's first token. That is the write side of step 1 of
+docs/performance.md ("What is left between put_many and the targets"), measured as an upper
+bound: the packing is not timed, and a search would have to read every segment of a scope
+until the segments are merged, which is not measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sqlite3
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pyevidence import EvidenceStore
+from pyevidence.bench.corpus import Corpus
+from pyevidence.bench.writes import WRITE
+from pyevidence.storage import schema, sql_functions
+from pyevidence.storage.engines import python_engine
+from pyevidence.storage.index import maintain
+
+
+class Recorder:
+    """A connection that keeps each statement it runs, and its parameters, in ``log``."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.log: list[tuple[str, str, Any]] = []
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        self.log.append(("one", sql, tuple(params)))
+        return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> sqlite3.Cursor:
+        rows = [tuple(row) for row in rows]
+        self.log.append(("many", sql, rows))
+        return self.conn.executemany(sql, rows)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
+
+def _replay_connection(path: Path) -> sqlite3.Connection:
+    """The second store's file, opened as the engine opens its own, with the triggers and the
+    CHECK constraints off (the engine's statements carry their own rows)."""
+    EvidenceStore(path, engine="python").close()  # the schema, as a new store has it
+    conn = sqlite3.connect(path, isolation_level=None)
+    sql_functions.register(conn)
+    conn.create_function("evidence_writer_vouches", 0, lambda: 1)
+    for pragma in schema._BEFORE_CHECK + schema._AFTER_CHECK:
+        conn.execute(pragma)
+    assert python_engine._SETCONFIG is not None and python_engine._ENABLE_TRIGGER is not None
+    python_engine._SETCONFIG(conn, python_engine._ENABLE_TRIGGER, False)
+    conn.execute("PRAGMA ignore_check_constraints = 1")
+    return conn
+
+
+_APPEND_SQL = maintain._POSTING_APPEND_SQL
+_SEGMENT_DDL = (
+    "CREATE TABLE stand_in_segment_blocks (block INTEGER PRIMARY KEY, entries BLOB NOT NULL) STRICT",
+    "CREATE TABLE stand_in_segment_terms (scope INTEGER NOT NULL, segment INTEGER NOT NULL,"
+    " first_token TEXT NOT NULL, block INTEGER NOT NULL, PRIMARY KEY (scope, segment, first_token))"
+    " STRICT, WITHOUT ROWID",
+)
+_BLOCK_BYTES = 4000
+
+
+def _as_segments(
+    log: list[tuple[str, str, Any]], segment: int, block_numbers: Iterator[int]
+) -> list[tuple[str, str, Any]]:
+    """``log`` with its postings appends in place of a segment of blocks (the docstring),
+    numbered from ``block_numbers``."""
+    out: list[tuple[str, str, Any]] = []
+    for how, sql, params in log:
+        if sql != _APPEND_SQL:
+            out.append((how, sql, params))
+            continue
+        blocks: list[tuple[int, bytes]] = []
+        terms: list[tuple[int, int, str, int]] = []
+        block = bytearray()
+        first = None
+        for scope, _era, token, chunk, docs in sorted(params, key=lambda row: (row[0], row[2], row[3])):
+            if first is None:
+                first = (scope, token)
+            block += token.encode() + b"\0" + struct.pack("<IH", chunk, len(docs)) + docs
+            if len(block) >= _BLOCK_BYTES:
+                number = next(block_numbers)
+                blocks.append((number, bytes(block)))
+                terms.append((first[0], segment, first[1], number))
+                block, first = bytearray(), None
+        if first is not None:
+            number = next(block_numbers)
+            blocks.append((number, bytes(block)))
+            terms.append((first[0], segment, first[1], number))
+        out.append(("many", "INSERT INTO stand_in_segment_blocks VALUES (?, ?)", blocks))
+        out.append(("many", "INSERT INTO stand_in_segment_terms VALUES (?, ?, ?, ?)", terms))
+    return out
+
+
+def _replay(
+    conn: sqlite3.Connection, log: list[tuple[str, str, Any]], seconds: dict[str, float], rows: dict[str, int]
+) -> None:
+    """Runs the statements of ``log``, adding the time of each to ``seconds`` by its text and
+    the rows it was given to ``rows``."""
+    clock = time.perf_counter
+    for how, sql, params in log:
+        if sql.lstrip().upper().startswith("PRAGMA"):
+            continue  # the unchecked switch: off for the whole replay already
+        started = clock()
+        if how == "many":
+            conn.executemany(sql, params)
+        else:
+            conn.execute(sql, params).fetchall()
+        seconds[sql] = seconds.get(sql, 0.0) + clock() - started
+        rows[sql] = rows.get(sql, 0) + (len(params) if how == "many" else 1)
+
+
+def _contents(path: Path) -> dict[str, tuple[int, int]]:
+    """Each table's row count and a digest of its rows in key order."""
+    conn = sqlite3.connect(path)
+    try:
+        tables = [
+            name
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_schema"
+                " WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
+        found = {}
+        for table in tables:
+            rows = conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3, 4").fetchall()
+            found[table] = (len(rows), hash(tuple(rows)))
+        return found
+    finally:
+        conn.close()
+
+
+def _row(writer: str, rate: float, path: Path | None = None) -> None:
+    size = f"{path.stat().st_size / 1e6:8.1f}" if path is not None else ""
+    print(f"{writer:<44} {rate:>10,.0f} {size}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("eligible", type=int, help="eligible records of the corpus (distractors are added)")
+    parser.add_argument("--batch", type=int, default=10_000)
+    args = parser.parse_args()
+    if not python_engine.CAN_WRITE_UNCHECKED:
+        sys.exit("this Python's sqlite3 has no setconfig: run the script with Python 3.12 or later")
+    records = list(Corpus.make().records(args.eligible))
+    batches = [records[i : i + args.batch] for i in range(0, len(records), args.batch)]
+    with tempfile.TemporaryDirectory() as tmp:
+        replay_path = Path(tmp) / "replay.db"
+        replay = _replay_connection(replay_path)
+        segments_path = Path(tmp) / "segments.db"
+        segments = _replay_connection(segments_path)
+        for ddl in _SEGMENT_DDL:
+            segments.execute(ddl)
+        segment_seconds: dict[str, float] = {}
+        block_numbers = itertools.count(1)
+        engine_seconds = 0.0
+        by_statement: dict[str, float] = {}
+        rows_by_statement: dict[str, int] = {}
+        with EvidenceStore(Path(tmp) / "engine.db", engine="python") as store:
+            engine = store._engine
+            recorder = Recorder(engine._conn)
+            engine._conn = recorder
+            real_checks = engine._schema_checks
+
+            def checks_on_the_real_connection(*, on: bool) -> None:
+                engine._conn = recorder.conn
+                try:
+                    real_checks(on=on)
+                finally:
+                    engine._conn = recorder
+
+            engine._schema_checks = checks_on_the_real_connection
+            for number, batch in enumerate(batches, 1):
+                recorder.log.clear()
+                started = time.perf_counter()
+                store.put_many(batch)
+                engine_seconds += time.perf_counter() - started
+                _replay(replay, recorder.log, by_statement, rows_by_statement)
+                _replay(segments, _as_segments(recorder.log, number, block_numbers), segment_seconds, {})
+        replay.close()  # checkpoints the WAL
+        segments.close()
+        if _contents(replay_path) != _contents(Path(tmp) / "engine.db"):
+            sys.exit("the replay's tables differ from the engine's: the figures would mean nothing")
+        replay_seconds = sum(by_statement.values())
+        statements = sum(rows_by_statement.values())
+        print(
+            f"{len(records):,} records in batches of {args.batch:,};"
+            f" {statements / len(records):.1f} rows or reads a record"
+        )
+        print(f"{'writer':<44} {'records/s':>10} {'MB':>8}")
+        _row("put_many, Python engine", len(records) / engine_seconds)
+        _row("the layout floor (its statements replayed)", len(records) / replay_seconds, replay_path)
+        segment_rate = len(records) / sum(segment_seconds.values())
+        _row("the floor with the postings as segments", segment_rate, segments_path)
+        for peer in ("fts5", "plain"):
+            path = Path(tmp) / f"{peer}.db"
+            started = time.perf_counter()
+            WRITE[peer](path, batches)
+            seconds = time.perf_counter() - started
+            _row(peer, len(records) / seconds, path)
+        print("\nthe floor's time by statement: µs a record, share, rows a record, µs a row")
+        for sql, spent in sorted(by_statement.items(), key=lambda item: -item[1])[:8]:
+            shown = " ".join(sql.split())
+            count = rows_by_statement[sql]
+            print(
+                f"{spent / len(records) * 1e6:6.1f} {spent / replay_seconds:6.1%} {count / len(records):5.2f}"
+                f" {spent / count * 1e6:6.2f}  {shown[:80]}"
+            )
+
+
+if __name__ == "__main__":
+    main()
