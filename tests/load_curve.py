@@ -5,17 +5,27 @@ the test suite).
     .venv/bin/python tests/load_curve.py 1000000 /tmp/v9.db
 
 Loads N eligible records and the distractors into a new file with put_many, in batches of
-10,000, and prints the rate of each 100,000 records, the whole load's rate, the file's size
+10,000 (--batch), and prints the rate of each 100,000 records, the whole load's rate, the file's size
 and the bytes the process passed to write() (WAL, checkpoint and temporary files: what the
 file system was asked to write). Put the tree to measure first on PYTHONPATH, and run one tree
-after the other, not at once: the machine is shared.
+after the other, not at once: the machine is shared. --engine fts5 or plain loads the same
+batches with the write benchmark's FTS5 or plain insert instead.
+
+With --ids in-order each record id is rewritten so that ids sort in the order the records are
+put (rec-<the record's place, 10 hex digits>-<n>, the same length and shape as the corpus's
+random ids): what a store whose ids grow with time, such as ULIDs or incident numbers, costs.
 """
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 BATCH = 10_000
 STEP = 100_000
@@ -27,26 +37,66 @@ def _written() -> int:
     return int(fields["wchar"])
 
 
+@contextmanager
+def _writer(name: str, path: Path) -> Iterator[Callable[[list[Any]], None]]:
+    """A function that writes one batch of records in one transaction: put_many of an engine,
+    or the write benchmark's FTS5 or plain insert (pyevidence/bench/writes.py)."""
+    if name in ("native", "python"):
+        from pyevidence import EvidenceStore
+
+        with EvidenceStore(path, engine=name) as store:
+            yield store.put_many
+        return
+    from pyevidence.bench import writes
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute(writes.FTS5_DDL if name == "fts5" else writes.PLAIN_DDL)
+
+    def write(batch: list[Any]) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        rows = [(r.tenant, r.revision, r.expires_at, r.record_id, r.kind, r.body, r.source) for r in batch]
+        conn.executemany(writes._INSERT, rows)
+        conn.execute("COMMIT")
+
+    try:
+        yield write
+    finally:
+        conn.close()  # the last connection checkpoints the WAL into the file
+
+
 def main() -> None:
-    from pyevidence import EvidenceStore
     from pyevidence.bench.corpus import Corpus
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("eligible", type=int)
     parser.add_argument("path", type=Path, help="a new file")
-    parser.add_argument("--engine", default="native")
+    parser.add_argument(
+        "--engine",
+        default="native",
+        choices=("native", "python", "fts5", "plain"),
+        help="put_many of an engine, or the write benchmark's FTS5 or plain insert",
+    )
+    parser.add_argument("--ids", choices=("random", "in-order"), default="random")
+    parser.add_argument("--batch", type=int, default=BATCH, help=f"records a put_many (default {BATCH:,})")
     args = parser.parse_args()
     if args.path.exists():
         parser.error(f"{args.path} exists; give a new file")
     records = list(Corpus.make().records(args.eligible))
+    if args.ids == "in-order":
+        records = [
+            replace(r, record_id=f"rec-{place:010x}-{r.record_id.rsplit('-', 1)[1]}")
+            for place, r in enumerate(records)
+        ]
     steps: list[str] = []
     written = _written()
     started = step_started = time.perf_counter()
     step_from = 0
-    with EvidenceStore(args.path, engine=args.engine) as store:
-        for at in range(0, len(records), BATCH):
-            store.put_many(records[at : at + BATCH])
-            done = min(at + BATCH, len(records))
+    with _writer(args.engine, args.path) as write:
+        for at in range(0, len(records), args.batch):
+            write(records[at : at + args.batch])
+            done = min(at + args.batch, len(records))
             if done % STEP == 0 or done == len(records):
                 now = time.perf_counter()
                 steps.append(f"{(done - step_from) / (now - step_started):,.0f}")
