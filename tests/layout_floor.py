@@ -8,9 +8,12 @@ After each batch it replays those statements, and only those, into a second stor
 empty at first, and times the replay. The replay does SQLite's part of each put_many and
 nothing else: the same rows into the same B-trees, the same reads, one transaction per batch,
 with the triggers and CHECK constraints off as the engine's unchecked batches have them. It
-does not tokenize, hash, validate or queue. No writer of this layout can load faster than
-the replay, whatever language it is written in, so its rate is the layout's floor. The script
-prints it beside FTS5's insert and the plain executemany of the write benchmark
+does not tokenize, hash, validate or queue: its rate is the layout's floor. The replay goes
+through Python's sqlite3, whose binding of each value a C writer pays less for, so the script
+also times the same rows given to statements that write nothing, and prints the floor less
+that part: a bound no writer of the layout can beat (it subtracts a little too much, as a C
+writer also pays for running each statement). It prints them beside FTS5's insert and the
+plain executemany of the write benchmark
 (pyevidence/bench/writes.py), loaded in the same process right after it. Run it with a Python
 whose sqlite3 has setconfig (3.12 and later), as the engine's unchecked batches need it.
 
@@ -141,6 +144,31 @@ def _replay(
         rows[sql] = rows.get(sql, 0) + (len(params) if how == "many" else 1)
 
 
+def _driver_seconds(conn: sqlite3.Connection, log: list[tuple[str, str, Any]]) -> float:
+    """The time Python's sqlite3 takes to hand ``log``'s parameters to SQLite: each statement's
+    rows given, in the same calls, to a statement of as many parameters that writes nothing.
+    (A C writer binds the same values too, for less; so this is at most what it would save.)"""
+    clock = time.perf_counter
+    spent = 0.0
+    conn.execute("BEGIN")  # as the replay's statements run: inside a transaction
+    for how, sql, params in log:
+        width = len(params[0]) if how == "many" and params else len(params)
+        if sql.lstrip().upper().startswith("PRAGMA") or not width:
+            continue
+        conn.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS sink{width} ({', '.join(f'c{n}' for n in range(width))})"
+        )
+        sink = f"INSERT INTO temp.sink{width} SELECT {', '.join('?' * width)} WHERE 0"
+        started = clock()
+        if how == "many":
+            conn.executemany(sink, params)
+        else:
+            conn.execute(sink, params).fetchall()
+        spent += clock() - started
+    conn.execute("COMMIT")
+    return spent
+
+
 def _contents(path: Path) -> dict[str, tuple[int, int]]:
     """Each table's row count and a digest of its rows in key order."""
     conn = sqlite3.connect(path)
@@ -188,6 +216,8 @@ def main() -> None:
             segments.execute(ddl)
         segment_seconds: dict[str, float] = {}
         block_numbers = itertools.count(1)
+        driver = sqlite3.connect(":memory:", isolation_level=None)
+        driver_seconds = segment_driver_seconds = 0.0
         engine_seconds = 0.0
         by_statement: dict[str, float] = {}
         rows_by_statement: dict[str, int] = {}
@@ -211,7 +241,10 @@ def main() -> None:
                 store.put_many(batch)
                 engine_seconds += time.perf_counter() - started
                 _replay(replay, recorder.log, by_statement, rows_by_statement)
-                _replay(segments, _as_segments(recorder.log, number, block_numbers), segment_seconds, {})
+                driver_seconds += _driver_seconds(driver, recorder.log)
+                as_segments = _as_segments(recorder.log, number, block_numbers)
+                _replay(segments, as_segments, segment_seconds, {})
+                segment_driver_seconds += _driver_seconds(driver, as_segments)
         replay.close()  # checkpoints the WAL
         segments.close()
         if _contents(replay_path) != _contents(Path(tmp) / "engine.db"):
@@ -227,6 +260,9 @@ def main() -> None:
         _row("the layout floor (its statements replayed)", len(records) / replay_seconds, replay_path)
         segment_rate = len(records) / sum(segment_seconds.values())
         _row("the floor with the postings as segments", segment_rate, segments_path)
+        _row("the floor less the driver's part", len(records) / (replay_seconds - driver_seconds))
+        segments_less_driver = sum(segment_seconds.values()) - segment_driver_seconds
+        _row("the floor as segments less the driver's part", len(records) / segments_less_driver)
         for peer in ("fts5", "plain"):
             path = Path(tmp) / f"{peer}.db"
             started = time.perf_counter()
