@@ -5,8 +5,8 @@ the test suite).
     .venv/bin/python tests/load_curve.py 1000000 /tmp/v9.db
 
 Loads N eligible records and the distractors into a new file with put_many, in batches of
-10,000 (--batch), and prints the rate of each 100,000 records, the whole load's rate, the file's size
-and the bytes the process passed to write() (WAL, checkpoint and temporary files: what the
+10,000 (--batch), and prints the rate of each 100,000 records, the whole load's rate, the
+file's size and the bytes the process passed to write() (WAL, checkpoint and temporary files: what the
 file system was asked to write). Put the tree to measure first on PYTHONPATH, and run one tree
 after the other, not at once: the machine is shared. --engine fts5 or plain loads the same
 batches with the write benchmark's FTS5 or plain insert instead.
@@ -19,7 +19,6 @@ random ids): what a store whose ids grow with time, such as ULIDs or incident nu
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -49,21 +48,8 @@ def _writer(name: str, path: Path) -> Iterator[Callable[[list[Any]], None]]:
         return
     from pyevidence.bench import writes
 
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute(writes.FTS5_DDL if name == "fts5" else writes.PLAIN_DDL)
-
-    def write(batch: list[Any]) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        rows = [(r.tenant, r.revision, r.expires_at, r.record_id, r.kind, r.body, r.source) for r in batch]
-        conn.executemany(writes._INSERT, rows)
-        conn.execute("COMMIT")
-
-    try:
+    with writes.sqlite_writer(path, writes.FTS5_DDL if name == "fts5" else writes.PLAIN_DDL) as write:
         yield write
-    finally:
-        conn.close()  # the last connection checkpoints the WAL into the file
 
 
 def main() -> None:

@@ -20,7 +20,8 @@ from __future__ import annotations
 import sqlite3
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,25 +51,32 @@ def _with_store(engine: str) -> Callable[[Path, list[list[Record]]], None]:
     return write
 
 
+@contextmanager
+def sqlite_writer(path: Path, ddl: str) -> Iterator[Callable[[list[Record]], None]]:
+    """A new file with the table of ``ddl`` (FTS5_DDL or PLAIN_DDL), and a function that writes
+    one batch of records into it in one transaction, as a SQLite user would."""
+    conn = sqlite3.connect(path, isolation_level=None)
+
+    def write(batch: list[Record]) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        rows = [(r.tenant, r.revision, r.expires_at, r.record_id, r.kind, r.body, r.source) for r in batch]
+        conn.executemany(_INSERT, rows)
+        conn.execute("COMMIT")
+
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute(ddl)
+        yield write
+    finally:
+        conn.close()  # the last connection checkpoints the WAL into the file
+
+
 def _with_sqlite(ddl: str) -> Callable[[Path, list[list[Record]]], None]:
     def write(path: Path, batches: list[list[Record]]) -> None:
-        conn = sqlite3.connect(path, isolation_level=None)
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute(ddl)
+        with sqlite_writer(path, ddl) as write_batch:
             for batch in batches:
-                conn.execute("BEGIN IMMEDIATE")
-                conn.executemany(
-                    _INSERT,
-                    [
-                        (r.tenant, r.revision, r.expires_at, r.record_id, r.kind, r.body, r.source)
-                        for r in batch
-                    ],
-                )
-                conn.execute("COMMIT")
-        finally:
-            conn.close()  # the last connection checkpoints the WAL into the file
+                write_batch(batch)
 
     return write
 
