@@ -41,6 +41,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tables import table_rows
+
 from pyevidence import EvidenceStore
 from pyevidence.bench.corpus import Corpus
 from pyevidence.bench.writes import WRITE
@@ -107,20 +109,17 @@ def _as_segments(
         blocks: list[tuple[int, bytes]] = []
         terms: list[tuple[int, int, str, int]] = []
         block = bytearray()
-        first = None
-        for scope, _era, token, chunk, docs in sorted(params, key=lambda row: (row[0], row[2], row[3])):
+        first: tuple[int, str] | None = None
+        rows = sorted(params, key=lambda row: (row[0], row[2], row[3]))
+        for at, (scope, _era, token, chunk, docs) in enumerate(rows, 1):
             if first is None:
                 first = (scope, token)
             block += token.encode() + b"\0" + struct.pack("<IH", chunk, len(docs)) + docs
-            if len(block) >= _BLOCK_BYTES:
+            if len(block) >= _BLOCK_BYTES or at == len(rows):  # a full block, or the last one
                 number = next(block_numbers)
                 blocks.append((number, bytes(block)))
                 terms.append((first[0], segment, first[1], number))
                 block, first = bytearray(), None
-        if first is not None:
-            number = next(block_numbers)
-            blocks.append((number, bytes(block)))
-            terms.append((first[0], segment, first[1], number))
         out.append(("many", "INSERT INTO stand_in_segment_blocks VALUES (?, ?)", blocks))
         out.append(("many", "INSERT INTO stand_in_segment_terms VALUES (?, ?, ?, ?)", terms))
     return out
@@ -169,26 +168,20 @@ def _driver_seconds(conn: sqlite3.Connection, log: list[tuple[str, str, Any]]) -
     return spent
 
 
-def _contents(path: Path) -> dict[str, tuple[int, int]]:
-    """Each table's row count and a digest of its rows in key order."""
+def _contents(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of each of the store's tables (tests/tables.py reads them)."""
     conn = sqlite3.connect(path)
     try:
-        tables = [
+        names = [
             name
             for (name,) in conn.execute(
                 "SELECT name FROM sqlite_schema"
                 " WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
             )
         ]
-        found = {}
-        for table in tables:
-            width = len(conn.execute(f"PRAGMA table_info({table})").fetchall())
-            order = ", ".join(str(n) for n in range(1, width + 1))
-            rows = conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
-            found[table] = (len(rows), hash(tuple(rows)))
-        return found
     finally:
         conn.close()
+    return table_rows(path, names)
 
 
 def _row(writer: str, rate: float, path: Path | None = None) -> None:
