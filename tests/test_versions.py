@@ -77,6 +77,27 @@ def test_hash_encoding_keeps_fields_apart() -> None:
     assert sha256_fields() == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
+def test_hash_of_a_subclass_value_is_the_hash_of_the_value() -> None:
+    """What C hashes is the value SQLite stores: a str or int subclass's own __str__,
+    __format__ or __repr__ must not change the encoding."""
+
+    class Shouting(str):
+        def __str__(self) -> str:
+            return self.upper()
+
+        def __format__(self, spec: str) -> str:
+            return "formatted"
+
+    class Level(int):
+        def __str__(self) -> str:
+            return "level"
+
+        def __repr__(self) -> str:
+            return "Level()"
+
+    assert sha256_fields(Shouting("ab"), Shouting("é"), Level(3)) == sha256_fields("ab", "é", 3)
+
+
 # ---- versions, history and citations
 
 

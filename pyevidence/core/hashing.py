@@ -16,19 +16,24 @@ FIRST_PREVIOUS = ""  # the "previous chain hash" of a tenant's first version
 def sha256_fields(*fields: str | int | None) -> str:
     """SHA-256 (64 lowercase hex digits) of the fields in the length-prefixed encoding:
     text ``t<n>:<n UTF-8 bytes>``, integer ``i<n>:<decimal>``, NULL ``n0:``."""
-    parts: list[bytes] = []  # one update of the whole encoding: cheaper than an update per field
+    # The encoding is built as text and encoded once: cheaper than a bytes object per
+    # field, and the same bytes, since a text field's length is counted in UTF-8 bytes.
+    parts: list[str] = []
+    append = parts.append
     for field in fields:
-        if isinstance(field, str):  # text first: most fields are
-            data = field.encode("utf-8")
-            parts += (b"t%d:" % len(data), data)
+        if type(field) is str and field.isascii():  # most fields: their length in bytes is len()
+            append(f"t{len(field)}:{field}")
+        elif isinstance(field, str):
+            text = str.__str__(field)  # a subclass's own __str__ or __format__ does not count
+            append(f"t{len(text.encode('utf-8'))}:{text}")
         elif isinstance(field, int) and not isinstance(field, bool):
-            data = str(field).encode("ascii")
-            parts += (b"i%d:" % len(data), data)
+            digits = int.__repr__(field)
+            append(f"i{len(digits)}:{digits}")
         elif field is None:
-            parts.append(b"n0:")
+            append("n0:")
         else:
             raise TypeError(
                 f"evidence_sha256(): a field is a {type(field).__name__}; "
                 "it takes only text, integers and NULL"
             )
-    return hashlib.sha256(b"".join(parts)).hexdigest()
+    return hashlib.sha256("".join(parts).encode("utf-8")).hexdigest()
