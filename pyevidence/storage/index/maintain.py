@@ -282,12 +282,13 @@ class IndexBatch:
         appended to in one statement, unread; any other is read (a statement per
         _READ_CHUNK of them), changed, and written or deleted when empty."""
         # rows (scope, era, token, chunk, docs) and keys (scope, era, token, chunk)
-        appends: defaultdict[int, list[tuple[int, int, str, int, bytes]]] = defaultdict(list)  # by scope
+        appends: defaultdict[tuple[int, int], list[tuple[int, int, str, int, bytes]]] = defaultdict(list)
         writes: list[tuple[int, int, str, int, bytes]] = []
         deletes: list[tuple[int, int, str, int]] = []
         fresh, adds, removes = self._fresh, self._adds, self._removes
         none: Mapping[str, list[int]] = {}
         nothing_entered: Mapping[str, bytearray] = {}
+        listed = _MAX_LISTED_BYTES
         for key in sorted(fresh.keys() | adds.keys() | removes.keys()):
             scope, chunk = key
             era = chunk >> docsets.ERA_CHUNK_BITS
@@ -295,10 +296,13 @@ class IndexBatch:
             gained = adds.get(key, none)
             lost = removes.get(key, none)
             changed = gained.keys() | lost.keys()
-            appended = appends[scope].append
-            for token, packed in entered.items():
-                if token not in changed:
-                    appended((scope, era, token, chunk, _entered_docset(packed)))
+            # A load's chunks gain only documents new to the scope: their packed numbers are
+            # already the docset's list encoding (bytes() of them), unless too many for a list.
+            appends[scope, era] += [
+                (scope, era, token, chunk, bytes(packed) if len(packed) <= listed else _as_docset(packed))
+                for token, packed in entered.items()
+                if token not in changed
+            ]
             if not changed:
                 continue
             tokens = sorted(changed)
@@ -319,11 +323,14 @@ class IndexBatch:
             executemany(_POSTING_DELETE_SQL, deletes)
         if writes:
             executemany(_POSTING_WRITE_SQL, writes)
-        for scope in sorted(appends):
-            # key order: by era and token, then chunk, as the stable sort keeps the walk's chunk order
-            rows = appends[scope]
-            rows.sort(key=_era_and_token_of)
-            executemany(_POSTING_APPEND_SQL, rows)
+        for scope_and_era in sorted(appends):
+            # In the table's key order (scope, era, token, chunk): the rows of one era are in
+            # chunk order already, and a stable sort by token keeps it (a sort on one string
+            # key is about 4x as fast as one on the tuple).
+            rows = appends[scope_and_era]
+            if rows:
+                rows.sort(key=_token_of)
+                executemany(_POSTING_APPEND_SQL, rows)
 
     def _docsets(self, scope: int, chunk: int, tokens: list[str]) -> dict[str, bytes]:
         """The stored docsets of (scope, token, chunk) for ``tokens``: token -> blob."""
@@ -395,15 +402,12 @@ def _changed(blob: bytes | None, gained: list[int] | None, lost: list[int] | Non
     return docsets.encode_numbers(numbers)
 
 
-_era_and_token_of = itemgetter(1, 2)
+_token_of = itemgetter(2)
 _MAX_LISTED_BYTES = 2 * docsets.MAX_LISTED
 
 
-def _entered_docset(packed: bytearray) -> bytes:
-    """The docset of the documents a batch entered into a chunk: their packed numbers are
-    already the list encoding, unless there are too many for a list."""
-    if len(packed) <= _MAX_LISTED_BYTES:
-        return bytes(packed)
+def _as_docset(packed: bytearray) -> bytes:
+    """The docset of more documents than a list holds, from their packed numbers."""
     return docsets.encode_numbers(docsets.unpack(packed))
 
 
