@@ -23,7 +23,10 @@ their (token, chunk, docset) entries in token order packed into blocks of about 
 a row per block and a row per block's first token. That is the write side of step 1 of
 docs/performance.md ("What is left between put_many and the targets"), measured as an upper
 bound: the packing is not timed, and a search would have to read every segment of a scope
-until the segments are merged, which is not measured here.
+until the segments are merged, which is not measured here. It also prints how many postings
+rows the load wrote and how many the table holds at the end: a batch rewrites the docsets of
+the chunks it shares with the batches before it, and those rewrites are all that folding
+segments into the docsets later could save.
 """
 
 from __future__ import annotations
@@ -247,6 +250,15 @@ def main() -> None:
         print(
             f"{len(records):,} records in batches of {args.batch:,};"
             f" {statements / len(records):.1f} rows or reads a record"
+        )
+        # A batch rewrites the docsets of the chunks it shares with the batches before it: what
+        # folding segments into the docsets could save is the rows written beyond those kept.
+        written = sum(n for sql, n in rows_by_statement.items() if "INTO evidence_index_postings" in sql)
+        with sqlite3.connect(replay_path) as conn:
+            kept = conn.execute("SELECT count(*) FROM evidence_index_postings").fetchone()[0]
+        print(
+            f"postings rows: {written / len(records):.2f} a record written,"
+            f" {kept / len(records):.2f} a record in the table at the end ({written / kept:.2f}x)"
         )
         print(f"{'writer':<44} {'records/s':>10} {'MB':>8}")
         _row("put_many, Python engine (while recording)", len(records) / engine_seconds)
