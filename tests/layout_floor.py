@@ -92,9 +92,10 @@ def _replay_connection(path: Path) -> sqlite3.Connection:
 _APPEND_SQL = maintain._POSTING_APPEND_SQL
 _SEGMENT_DDL = (
     "CREATE TABLE stand_in_segment_blocks (block INTEGER PRIMARY KEY, entries BLOB NOT NULL) STRICT",
+    # a block's first entry: a token with more entries than a block holds starts several blocks
     "CREATE TABLE stand_in_segment_terms (scope INTEGER NOT NULL, segment INTEGER NOT NULL,"
-    " first_token TEXT NOT NULL, block INTEGER NOT NULL, PRIMARY KEY (scope, segment, first_token))"
-    " STRICT, WITHOUT ROWID",
+    " first_token TEXT NOT NULL, first_chunk INTEGER NOT NULL, block INTEGER NOT NULL,"
+    " PRIMARY KEY (scope, segment, first_token, first_chunk)) STRICT, WITHOUT ROWID",
 )
 _BLOCK_BYTES = 4000
 
@@ -102,30 +103,40 @@ _BLOCK_BYTES = 4000
 def _as_segments(
     log: list[tuple[str, str, Any]], segment: int, block_numbers: Iterator[int]
 ) -> list[tuple[str, str, Any]]:
-    """``log`` with its postings appends in place of a segment of blocks (the docstring),
-    numbered from ``block_numbers``."""
+    """``log`` with its postings appends (a statement per scope and era) in place of one
+    segment of blocks (the docstring), at the place of the first of them, its blocks numbered
+    from ``block_numbers``."""
+    appended = [row for _how, sql, params in log if sql == _APPEND_SQL for row in params]
     out: list[tuple[str, str, Any]] = []
     for how, sql, params in log:
         if sql != _APPEND_SQL:
             out.append((how, sql, params))
-            continue
-        blocks: list[tuple[int, bytes]] = []
-        terms: list[tuple[int, int, str, int]] = []
-        block = bytearray()
-        first: tuple[int, str] | None = None
-        rows = sorted(params, key=lambda row: (row[0], row[2], row[3]))
-        for at, (scope, _era, token, chunk, docs) in enumerate(rows, 1):
-            if first is None:
-                first = (scope, token)
-            block += token.encode() + b"\0" + struct.pack("<IH", chunk, len(docs)) + docs
-            if len(block) >= _BLOCK_BYTES or at == len(rows):  # a full block, or the last one
-                number = next(block_numbers)
-                blocks.append((number, bytes(block)))
-                terms.append((first[0], segment, first[1], number))
-                block, first = bytearray(), None
-        out.append(("many", "INSERT INTO stand_in_segment_blocks VALUES (?, ?)", blocks))
-        out.append(("many", "INSERT INTO stand_in_segment_terms VALUES (?, ?, ?, ?)", terms))
+        elif appended:
+            out += _segment(appended, segment, block_numbers)
+            appended = []
     return out
+
+
+def _segment(appended: list[Any], segment: int, block_numbers: Iterator[int]) -> list[tuple[str, str, Any]]:
+    """The statements that write the postings rows ``appended`` as one segment."""
+    blocks: list[tuple[int, bytes]] = []
+    terms: list[tuple[int, int, str, int, int]] = []
+    block = bytearray()
+    first: tuple[int, str, int] | None = None
+    rows = sorted(appended, key=lambda row: (row[0], row[2], row[3]))
+    for at, (scope, _era, token, chunk, docs) in enumerate(rows, 1):
+        if first is None:
+            first = (scope, token, chunk)
+        block += token.encode() + b"\0" + struct.pack("<IH", chunk, len(docs)) + docs
+        if len(block) >= _BLOCK_BYTES or at == len(rows):  # a full block, or the last one
+            number = next(block_numbers)
+            blocks.append((number, bytes(block)))
+            terms.append((first[0], segment, first[1], first[2], number))
+            block, first = bytearray(), None
+    return [
+        ("many", "INSERT INTO stand_in_segment_blocks VALUES (?, ?)", blocks),
+        ("many", "INSERT INTO stand_in_segment_terms VALUES (?, ?, ?, ?, ?)", terms),
+    ]
 
 
 def _replay(
