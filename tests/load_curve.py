@@ -11,6 +11,10 @@ file system was asked to write). Put the tree to measure first on PYTHONPATH, an
 after the other, not at once: the machine is shared. --engine fts5 or plain loads the same
 batches with the write benchmark's FTS5 or plain insert instead.
 
+With --wal-autocheckpoint N the store's connections checkpoint the WAL once it holds N pages
+instead of SQLite's 1,000 (a what-if: pyevidence does not set it), so a page that several
+batches change is copied into the database file once per checkpoint, not once per batch.
+
 With --ids in-order each record id is rewritten so that ids sort in the order the records are
 put (rec-<the record's place, 10 hex digits>-<n>, the same length and shape as the corpus's
 random ids): what a store whose ids grow with time, such as ULIDs or incident numbers, costs.
@@ -37,7 +41,7 @@ def _written() -> int:
 
 
 @contextmanager
-def _writer(name: str, path: Path) -> Iterator[Callable[[list[Any]], None]]:
+def _writer(name: str, path: Path) -> Iterator[Callable[[list[Any]], object]]:
     """A function that writes one batch of records in one transaction: put_many of an engine,
     or the write benchmark's FTS5 or plain insert (pyevidence/bench/writes.py)."""
     if name in ("native", "python"):
@@ -66,7 +70,15 @@ def main() -> None:
     )
     parser.add_argument("--ids", choices=("random", "in-order"), default="random")
     parser.add_argument("--batch", type=int, default=BATCH, help=f"records a put_many (default {BATCH:,})")
+    parser.add_argument("--wal-autocheckpoint", type=int, metavar="PAGES", help="a what-if (see above)")
     args = parser.parse_args()
+    if args.wal_autocheckpoint is not None:
+        if args.engine not in ("native", "python"):
+            parser.error("--wal-autocheckpoint applies to the engines' stores")
+        from pyevidence.storage import schema
+
+        # The settings prepare() applies on every connection of both engines, plus this one.
+        schema._AFTER_CHECK += (f"PRAGMA wal_autocheckpoint = {args.wal_autocheckpoint};",)
     if args.path.exists():
         parser.error(f"{args.path} exists; give a new file")
     records = list(Corpus.make().records(args.eligible))

@@ -51,7 +51,7 @@ SCHEMA_VERSION = 9
 # innocuous); ensure() refuses any file whose schema is not byte for byte ours.
 BUSY_TIMEOUT_MS = 5000
 _BEFORE_CHECK = (f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};", "PRAGMA trusted_schema = ON;")
-_AFTER_CHECK = (
+_AFTER_CHECK: tuple[str, ...] = (
     "PRAGMA journal_mode = WAL;",
     "PRAGMA synchronous = NORMAL;",
     "PRAGMA cache_size = -65536;",
