@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "evidence_docset.h"
+#include "evidence_tokens.h"
 
 enum {
   IW_OLD_ROW,
@@ -103,10 +104,12 @@ typedef struct IwPosting {
   int bAdd;
 } IwPosting;
 
-/* A distinct token of the batch: its bytes in the arena. */
+/* A distinct token of the batch: its bytes in the arena, and the stamp of the last
+** body iwEnterToken() queued it for (0: none). */
 typedef struct IwToken {
   size_t off, len;
   uint64_t hash;
+  uint64_t stamp;
 } IwToken;
 
 typedef struct IwExpiry {
@@ -133,7 +136,8 @@ struct EvidenceIndexWriter {
   IwExpiry *aExp;
   size_t nExp, nExpAlloc;
   EvidenceTokenList oldTokens, newTokens;
-  int bBroken; /* the index disagrees with the records: SQLITE_CORRUPT came from here */
+  uint64_t nStamp; /* the stamp of the last body entered (iwEnter) */
+  int bBroken;     /* the index disagrees with the records: SQLITE_CORRUPT came from here */
 };
 
 /* The index does not hold what the records say it must: a raw write to its tables,
@@ -349,18 +353,15 @@ static int iwToken(EvidenceIndexWriter *p, const char *zTok, size_t nTok, uint32
   t->off = p->nArena;
   t->len = nTok;
   t->hash = h;
+  t->stamp = 0;
   p->nArena += nTok;
   p->aSlot[k] = p->nTok + 1;
   *pTok = p->nTok++;
   return SQLITE_OK;
 }
 
-static int iwQueuePosting(EvidenceIndexWriter *p, const IwScope *s, int64_t doc, const char *zTok,
-                          size_t nTok, int bAdd) {
+static int iwQueueTok(EvidenceIndexWriter *p, const IwScope *s, int64_t doc, uint32_t tok, int bAdd) {
   IwPosting *o;
-  uint32_t tok;
-  int rc = iwToken(p, zTok, nTok, &tok);
-  if (rc != SQLITE_OK) return rc;
   if (p->nPost == p->nPostAlloc) {
     size_t nNew = p->nPostAlloc ? 2 * p->nPostAlloc : 1024;
     IwPosting *aNew = sqlite3_realloc64(p->aPost, nNew * sizeof(IwPosting));
@@ -378,6 +379,32 @@ static int iwQueuePosting(EvidenceIndexWriter *p, const IwScope *s, int64_t doc,
   o->bAdd = bAdd;
   p->nPost++;
   return SQLITE_OK;
+}
+
+static int iwQueuePosting(EvidenceIndexWriter *p, const IwScope *s, int64_t doc, const char *zTok,
+                          size_t nTok, int bAdd) {
+  uint32_t tok;
+  int rc = iwToken(p, zTok, nTok, &tok);
+  return rc == SQLITE_OK ? iwQueueTok(p, s, doc, tok, bAdd) : rc;
+}
+
+/* A body entering as document doc of scope s, its tokens queued as the tokenizer finds
+** them. A token's stamp tells a repeat within the body, so entering needs no sorted list
+** of the body's distinct tokens (the postings are sorted by Finish). */
+typedef struct IwEntering {
+  EvidenceIndexWriter *p;
+  const IwScope *s;
+  int64_t doc;
+  uint64_t stamp;
+} IwEntering;
+
+static int iwEnterToken(void *pArg, const char *zTok, size_t nTok) {
+  IwEntering *e = (IwEntering *)pArg;
+  uint32_t tok;
+  int rc = iwToken(e->p, zTok, nTok, &tok);
+  if (rc != SQLITE_OK || e->p->aTok[tok].stamp == e->stamp) return rc;
+  e->p->aTok[tok].stamp = e->stamp;
+  return iwQueueTok(e->p, e->s, e->doc, tok, 1);
 }
 
 /* Queues the token's change for every token of list (all of them). */
@@ -475,9 +502,9 @@ static int iwDocOf(sqlite3 *db, EvidenceIndexWriter *p, int64_t scope, const cha
   return rc;
 }
 
-/* The new current row enters scope s as a new document. */
+/* The new current row, with body zBody[0..nBody), enters scope s as a new document. */
 static int iwEnter(sqlite3 *db, EvidenceIndexWriter *p, IwScope *s, const char *zId, size_t nId,
-                   int64_t expiresAt) {
+                   int64_t expiresAt, const unsigned char *zBody, size_t nBody) {
   int64_t doc = s->nextDoc;
   int rc;
   /* numbers at the limit only come from a raw write of next_doc (or 2^32 documents
@@ -486,7 +513,14 @@ static int iwEnter(sqlite3 *db, EvidenceIndexWriter *p, IwScope *s, const char *
   s->nextDoc++;
   s->docs++;
   rc = iwDocRow(db, p, IW_DOC_INSERT, s->scope, zId, nId, doc, expiresAt);
-  if (rc == SQLITE_OK) rc = iwQueueAll(p, s, doc, &p->newTokens, 1);
+  if (rc == SQLITE_OK) {
+    IwEntering e;
+    e.p = p;
+    e.s = s;
+    e.doc = doc;
+    e.stamp = ++p->nStamp;
+    rc = evidenceTokenize(zBody, nBody, iwEnterToken, &e);
+  }
   if (rc == SQLITE_OK) rc = iwQueueExpiry(p, s->scope, expiresAt, 1);
   return rc;
 }
@@ -497,10 +531,11 @@ int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant,
                         int bNew) {
   sqlite3_stmt *pOld = 0;
   IwScope *pNew = 0, *pWas = 0;
+  const unsigned char *zBody = (const unsigned char *)body;
   int64_t oldExpires = 0, doc = 0;
-  int rc = evidenceTokenListBuild(&p->newTokens, (const unsigned char *)body, body_len);
-  if (rc == SQLITE_OK) rc = iwScope(db, p, tenant, tenant_len, revision, revision_len, 1, &pNew);
-  if (rc == SQLITE_OK && bNew) return iwEnter(db, p, pNew, record_id, record_id_len, expires_at);
+  int rc = iwScope(db, p, tenant, tenant_len, revision, revision_len, 1, &pNew);
+  if (rc == SQLITE_OK && bNew)
+    return iwEnter(db, p, pNew, record_id, record_id_len, expires_at, zBody, body_len);
   if (rc == SQLITE_OK) rc = iwStmt(db, p, IW_OLD_ROW, &pOld);
   if (rc != SQLITE_OK) return rc;
   rc = bindText(pOld, 1, tenant, tenant_len);
@@ -508,7 +543,7 @@ int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant,
   if (rc == SQLITE_OK) rc = sqlite3_step(pOld);
   if (rc == SQLITE_DONE) {
     sqlite3_reset(pOld);
-    return iwEnter(db, p, pNew, record_id, record_id_len, expires_at);
+    return iwEnter(db, p, pNew, record_id, record_id_len, expires_at, zBody, body_len);
   }
   if (rc != SQLITE_ROW) {
     sqlite3_reset(pOld);
@@ -528,8 +563,9 @@ int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant,
   /* pNew again: looking up the old scope may have moved the scope array */
   if (rc == SQLITE_OK) rc = iwScope(db, p, tenant, tenant_len, revision, revision_len, 1, &pNew);
   if (rc != SQLITE_OK) return rc;
-  if (pWas == pNew) { /* same scope: the document keeps its number */
-    rc = iwQueueDifference(p, pNew, doc);
+  if (pWas == pNew) { /* same scope: the document keeps its number; only changed tokens move */
+    rc = evidenceTokenListBuild(&p->newTokens, zBody, body_len);
+    if (rc == SQLITE_OK) rc = iwQueueDifference(p, pNew, doc);
     if (rc == SQLITE_OK && oldExpires != expires_at) {
       rc = iwDocRow(db, p, IW_DOC_UPDATE, pNew->scope, record_id, record_id_len, doc, expires_at);
       if (rc == SQLITE_OK) rc = iwQueueExpiry(p, pNew->scope, oldExpires, -1);
@@ -542,7 +578,7 @@ int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant,
   if (rc == SQLITE_OK) rc = iwQueueExpiry(p, pWas->scope, oldExpires, -1);
   if (rc == SQLITE_OK) rc = iwDocRow(db, p, IW_DOC_DELETE, pWas->scope, record_id, record_id_len, 0, 0);
   pWas->docs--;
-  if (rc == SQLITE_OK) rc = iwEnter(db, p, pNew, record_id, record_id_len, expires_at);
+  if (rc == SQLITE_OK) rc = iwEnter(db, p, pNew, record_id, record_id_len, expires_at, zBody, body_len);
   return rc;
 }
 
@@ -872,15 +908,13 @@ int evidenceIndexRebuild(sqlite3 *db, EvidenceIndexWriter *p, int (*xProgress)(v
   if (xProgress && xProgress(pArg, 0, nTotal)) rc = SQLITE_INTERRUPT;
   while (rc == SQLITE_OK && (rc = sqlite3_step(pAll)) == SQLITE_ROW) {
     IwScope *s = 0;
-    rc = evidenceTokenListBuild(&p->newTokens, sqlite3_column_text(pAll, 4),
-                                (size_t)sqlite3_column_bytes(pAll, 4));
+    rc = iwScope(db, p, (const char *)sqlite3_column_text(pAll, 0), (size_t)sqlite3_column_bytes(pAll, 0),
+                 (const char *)sqlite3_column_text(pAll, 1), (size_t)sqlite3_column_bytes(pAll, 1), 1, &s);
     if (rc == SQLITE_OK) {
-      rc = iwScope(db, p, (const char *)sqlite3_column_text(pAll, 0), (size_t)sqlite3_column_bytes(pAll, 0),
-                   (const char *)sqlite3_column_text(pAll, 1), (size_t)sqlite3_column_bytes(pAll, 1), 1, &s);
-    }
-    if (rc == SQLITE_OK) {
+      const unsigned char *zBody = sqlite3_column_text(pAll, 4);
+      size_t nBody = (size_t)sqlite3_column_bytes(pAll, 4);
       rc = iwEnter(db, p, s, (const char *)sqlite3_column_text(pAll, 3),
-                   (size_t)sqlite3_column_bytes(pAll, 3), sqlite3_column_int64(pAll, 2));
+                   (size_t)sqlite3_column_bytes(pAll, 3), sqlite3_column_int64(pAll, 2), zBody, nBody);
     }
     if (rc == SQLITE_OK && ++nDone % REBUILD_STEP == 0) {
       rc = evidenceIndexFinish(db, p);
