@@ -20,7 +20,7 @@ whose sqlite3 has setconfig (3.12 and later), as the engine's unchecked batches 
 It replays each batch a second time, into a third store, with one change: the batch's
 postings (one upsert per token and chunk) are written as a segment in the manner of FTS5,
 their (token, chunk, docset) entries in token order packed into blocks of about 4,000 bytes,
-a row per block and a row per block's first token. That is the write side of step 1 of
+a row per block and a row per block's first entry. That is the write side of step 1 of
 docs/performance.md ("What is left between put_many and the targets"), measured as an upper
 bound: the packing is not timed, and a search would have to read every segment of a scope
 until the segments are merged, which is not measured here. It also prints how many postings
