@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -265,7 +266,7 @@ def main() -> None:
         # A batch rewrites the docsets of the chunks it shares with the batches before it: what
         # folding segments into the docsets could save is the rows written beyond those kept.
         written = sum(n for sql, n in rows_by_statement.items() if "INTO evidence_index_postings" in sql)
-        with sqlite3.connect(replay_path) as conn:
+        with closing(sqlite3.connect(replay_path)) as conn:  # sqlite3's own `with` does not close
             kept = conn.execute("SELECT count(*) FROM evidence_index_postings").fetchone()[0]
         print(
             f"postings rows: {written / len(records):.2f} a record written,"
