@@ -57,9 +57,10 @@ static const char *const azBatchSql[N_BATCH_STMT] = {
     "source,"
     " expires_at, content_hash, chain_hash) VALUES (?, ?, ?, ?, 'put', ?, ?, ?, ?, ?, ?, ?)",
     /* BATCH_CURRENT: pyevidence/storage/schema.py:CURRENT_UPSERT_SQL */
-    "INSERT INTO evidence_current (tenant, revision, expires_at, record_id, chain_seq) VALUES (?, ?, ?, ?, ?)"
-    " ON CONFLICT (tenant, record_id) DO UPDATE SET"
-    " revision = excluded.revision, expires_at = excluded.expires_at, chain_seq = excluded.chain_seq",
+    "INSERT INTO evidence_current (tenant, revision, expires_at, record_id, doc, chain_seq)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (tenant, record_id) DO UPDATE SET revision = excluded.revision,"
+    " expires_at = excluded.expires_at, doc = excluded.doc, chain_seq = excluded.chain_seq",
     /* BATCH_VECTOR_DROP: pyevidence/storage/schema.py:VECTOR_DROP_SQL */
     "DELETE FROM evidence_vectors WHERE tenant = ? AND record_id = ?",
 };
@@ -273,15 +274,17 @@ static int batchWriteVersion(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r
   return batchStep(pStmt, rc);
 }
 
-/* Points record r's current row at version v. */
-static int batchWriteCurrent(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r, const BatchVersion *v) {
+/* Points record r's current row, document doc of its scope, at version v. */
+static int batchWriteCurrent(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r, int64_t doc,
+                             const BatchVersion *v) {
   sqlite3_stmt *pStmt = 0;
   int rc = batchStmt(db, p, BATCH_CURRENT, &pStmt);
   if (rc == SQLITE_OK) rc = bindText(pStmt, 1, r->tenant, r->tenant_len);
   if (rc == SQLITE_OK) rc = bindText(pStmt, 2, r->revision, r->revision_len);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, r->expires_at);
   if (rc == SQLITE_OK) rc = bindText(pStmt, 4, r->record_id, r->record_id_len);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 5, v->chainSeq);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 5, doc);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 6, v->chainSeq);
   return batchStep(pStmt, rc);
 }
 
@@ -361,11 +364,12 @@ int evidenceBatchPut(sqlite3 *db, EvidenceBatch *p, const EvidencePut *aRec, siz
     const EvidencePut *r = apCurrent[i];
     size_t iRec = (size_t)(r - aRec);
     const int bNew = batchFind(&records, aRec, iRec, 1)->nBefore == 0;
+    int64_t doc = 0;
     /* the index first: it reads the current row this one replaces, if the record had
-    ** any version before the batch */
+    ** any version before the batch, and gives the row its document number */
     rc = evidenceIndexRecord(db, p->pIndex, r->tenant, r->tenant_len, r->record_id, r->record_id_len,
-                             r->revision, r->revision_len, r->expires_at, r->body, r->body_len, bNew);
-    if (rc == SQLITE_OK) rc = batchWriteCurrent(db, p, r, &aVer[iRec]);
+                             r->revision, r->revision_len, r->expires_at, r->body, r->body_len, bNew, &doc);
+    if (rc == SQLITE_OK) rc = batchWriteCurrent(db, p, r, doc, &aVer[iRec]);
     if (rc == SQLITE_OK && bUnchecked && !bNew) rc = batchDropVector(db, p, r);
   }
   if (rc == SQLITE_OK) rc = evidenceIndexFinish(db, p->pIndex);
@@ -421,7 +425,13 @@ void evidenceBatchFree(EvidenceBatch *p) {
 
 int evidenceBatchReindex(sqlite3 *db, EvidenceBatch *p, int (*xProgress)(void *, int64_t, int64_t),
                          void *pArg) {
-  return evidenceIndexRebuild(db, p->pIndex, xProgress, pArg);
+  int rc;
+  /* the rebuild renumbers the current rows itself: the triggers that check a number
+  ** step aside, as for the writer's own rows */
+  p->bWriting = 1;
+  rc = evidenceIndexRebuild(db, p->pIndex, xProgress, pArg);
+  p->bWriting = 0;
+  return rc;
 }
 
 int evidenceBatchIndexBroken(const EvidenceBatch *p) {

@@ -43,7 +43,9 @@ static const char *const azSearchSql[N_S_STMT] = {
     " WHERE scope = ?1 AND level = ?2 AND bucket BETWEEN ?3 AND ?4",
     "SELECT chunk, docs FROM \"%w\".evidence_index_postings WHERE scope = ?1 AND era = ?3 AND token = ?2",
     "SELECT expires_at, record_id FROM \"%w\".evidence_index_docs WHERE scope = ?1 AND doc = ?2",
-    "SELECT record_id, doc, expires_at FROM \"%w\".evidence_index_docs WHERE scope = ?1 ORDER BY record_id",
+    /* the scope's rows in record_id order: evidence_current's UNIQUE (tenant, record_id) */
+    "SELECT record_id, doc, expires_at FROM \"%w\".evidence_current WHERE tenant = ?1 AND revision = ?2"
+    " ORDER BY record_id",
 };
 
 struct EvidenceSearcher {
@@ -81,6 +83,8 @@ void evidenceSearchResultClear(EvidenceSearchResult *r) {
 typedef struct Search {
   EvidenceSearcher *p;
   char **pzErr;
+  const char *zTenant, *zRevision; /* the scope's, as the caller gave them */
+  size_t nTenant, nRevision;
   int64_t scope, docs, nextDoc, now;
   int64_t maxDoc;   /* the scope's highest document number, -1 if it has none */
   size_t nChunk;    /* chunks of 4096 documents: up to the one of maxDoc */
@@ -341,7 +345,8 @@ static int searchTiedMany(Search *s, int64_t score) {
   sqlite3_stmt *pStmt = 0;
   int rc = searchStmt(s, S_DOCS_IN_ORDER, &pStmt);
   if (rc != SQLITE_OK) return rc;
-  sqlite3_bind_int64(pStmt, 1, s->scope);
+  sqlite3_bind_text64(pStmt, 1, s->zTenant, s->nTenant, SQLITE_STATIC, SQLITE_UTF8);
+  sqlite3_bind_text64(pStmt, 2, s->zRevision, s->nRevision, SQLITE_STATIC, SQLITE_UTF8);
   while (s->pOut->nHit < s->nWant && (rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
     if (isSet(s, sqlite3_column_int64(pStmt, 1)) && sqlite3_column_int64(pStmt, 2) > s->now) {
       rc = searchHit(s, sqlite3_column_text(pStmt, 0), sqlite3_column_bytes(pStmt, 0), score);
@@ -386,6 +391,10 @@ int evidenceSearch(EvidenceSearcher *p, const char *tenant, size_t tenant_len, c
   s.now = now;
   s.pOut = pOut;
   s.nWant = limit;
+  s.zTenant = tenant;
+  s.nTenant = tenant_len;
+  s.zRevision = revision;
+  s.nRevision = revision_len;
   rc = searchStmt(&s, S_SCOPE, &pStmt);
   if (rc != SQLITE_OK) return rc;
   sqlite3_bind_text64(pStmt, 1, tenant, tenant_len, SQLITE_STATIC, SQLITE_UTF8);

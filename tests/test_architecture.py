@@ -130,6 +130,7 @@ FROZEN = {
     "pyevidence/storage/migrations/schema_v6.sql",
     "pyevidence/storage/migrations/schema_v7.sql",
     "pyevidence/storage/migrations/schema_v8.sql",
+    "pyevidence/storage/migrations/schema_v9.sql",
 }
 # A path of this tree with a file name extension; placeholders such as schema_vN are not paths.
 NAMED_PATH = re.compile(

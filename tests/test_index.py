@@ -80,10 +80,15 @@ def logical_index(conn: sqlite3.Connection) -> dict[str, Any]:
     next_doc = {s: n for _, _, s, _, n in conn.execute("SELECT * FROM evidence_index_scopes")}
     by_number: dict[tuple[int, int], str] = {}
     records = {}
-    for scope, record_id, doc, expires_at in conn.execute("SELECT * FROM evidence_index_docs"):
+    for scope, doc, record_id, expires_at in conn.execute("SELECT * FROM evidence_index_docs"):
         assert (scope, doc) not in by_number and doc < next_doc[scope]
         by_number[scope, doc] = record_id
         records[(*scopes[scope], record_id)] = expires_at
+    numbered = {key: scope for scope, key in scopes.items()}
+    for tenant, revision, record_id, doc in conn.execute(
+        "SELECT tenant, revision, record_id, doc FROM evidence_current"
+    ):  # each current row's number is the one the index holds it under
+        assert by_number[numbered[tenant, revision], doc] == record_id
     postings: dict[tuple[str, str, str], set[str]] = {}
     for scope, _, token, chunk, blob in conn.execute("SELECT * FROM evidence_index_postings"):
         bits = docsets.decode(blob)
@@ -272,24 +277,34 @@ def test_a_put_writes_the_rows_of_the_raw_sql_trigger_path(
 def _by_triggers(raw: sqlite3.Connection, batch: list[Record]) -> None:
     """The index changes of put_many(batch) made by the SQL views, record by record: for
     each record's last version, in evidence's key order, evidence_index_remove (keep =
-    same scope) of its current row, then evidence_index_add. evidence itself is not
-    changed: only the index tables are compared."""
+    same scope) of its current row, then evidence_index_add with the number the trigger
+    evidence_versions_point_the_current_row gives (the old one in the same scope, else the
+    scope's next). evidence itself is not changed: only the index tables are compared."""
     last = {(r.tenant, r.record_id): r for r in batch}
     for r in sorted(last.values(), key=lambda r: (r.tenant, r.revision, r.expires_at, r.record_id)):
         old = raw.execute(
-            "SELECT revision, expires_at, body FROM evidence WHERE tenant = ? AND record_id = ?",
+            "SELECT c.revision, c.expires_at, v.body, c.doc FROM evidence_current AS c"
+            " JOIN evidence_versions AS v ON v.tenant = c.tenant AND v.chain_seq = c.chain_seq"
+            " WHERE c.tenant = ? AND c.record_id = ?",
             (r.tenant, r.record_id),
         ).fetchone()
         if old is not None:
             raw.execute(
-                "INSERT INTO evidence_index_remove (tenant, revision, record_id, expires_at, body, keep)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (r.tenant, old[0], r.record_id, old[1], old[2], int(old[0] == r.revision)),
+                "INSERT INTO evidence_index_remove (tenant, revision, record_id, expires_at, doc, body, keep)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (r.tenant, old[0], r.record_id, old[1], old[3], old[2], int(old[0] == r.revision)),
             )
+        if old is not None and old[0] == r.revision:
+            doc = old[3]
+        else:
+            (doc,) = raw.execute(
+                "SELECT coalesce((SELECT next_doc FROM evidence_index_scopes WHERE tenant = ? AND revision = ?), 0)",
+                (r.tenant, r.revision),
+            ).fetchone()
         raw.execute(
-            "INSERT INTO evidence_index_add (tenant, revision, record_id, expires_at, body)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (r.tenant, r.revision, r.record_id, r.expires_at, r.body),
+            "INSERT INTO evidence_index_add (tenant, revision, record_id, expires_at, doc, body)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (r.tenant, r.revision, r.record_id, r.expires_at, doc, r.body),
         )
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from tables import index_rows
 
-from pyevidence import EvidenceStore, SchemaError
+from pyevidence import EvidenceStore, Record, SchemaError
 from pyevidence.core.tokens import token_set
 from pyevidence.storage import schema, sql_functions
 from pyevidence.storage.engines.python_engine import _numbered, _statements
@@ -119,7 +119,7 @@ def test_a_version_4_store_is_upgraded_with_its_index_built(engine: str, tmp_pat
     v4_store(path)
     seen: list[tuple[int, int]] = []
     with EvidenceStore(path, engine=engine, progress=lambda done, total: seen.append((done, total))) as store:
-        assert user_version(path) == schema.SCHEMA_VERSION == 9
+        assert user_version(path) == schema.SCHEMA_VERSION == 10
         assert_index_is_correct(store, path)
     total = len(ROWS) + 1  # the moved record counts once, the forgotten one not at all
     assert seen[0] == (0, total) and seen[-1] == (total, total)
@@ -186,7 +186,7 @@ def test_the_batched_build_writes_what_the_one_statement_build_writes(
     conn.close()
     assert index_rows(path) == built[1] == built[2] == built[3] == built[10_000]
     assert [row[2:] for row in built[1]["evidence_index_scopes"]] == [(1, 4, 4), (2, 2, 2), (3, 2, 2)]
-    docs = [row[2] for row in built[1]["evidence_index_docs"] if row[0] == 1]
+    docs = [row[1] for row in built[1]["evidence_index_docs"] if row[0] == 1]
     assert sorted(docs) == list(range(4))  # dense, 0..n-1
 
 
@@ -282,7 +282,7 @@ CORRUPTIONS = {
     "expiry_count_wrong": (
         "UPDATE evidence_index_expiry SET rows = rows + 1 WHERE scope = 1 AND level = 7 AND bucket = 0",
     ),
-    "doc_stale": ("INSERT INTO evidence_index_docs VALUES (1, 'gone', 9, 9)",),
+    "doc_stale": ("INSERT INTO evidence_index_docs VALUES (1, 9, 'gone', 9)",),
     "doc_missing": ("DELETE FROM evidence_index_docs WHERE scope = 1 AND record_id = 'turk'",),
     "docset_not_canonical": (
         "UPDATE evidence_index_postings SET docs = x'02000000' WHERE scope = 1 AND token = 'queue'",
@@ -344,7 +344,7 @@ def test_a_stale_doc_row_is_named_with_its_record(engine: str, tmp_path: Path) -
     path = tmp_path / "v4.db"
     v4_store(path)
     EvidenceStore(path, engine=engine).close()
-    corrupt(path, "INSERT INTO evidence_index_docs VALUES (1, 'gone', 9, 9)")
+    corrupt(path, "INSERT INTO evidence_index_docs VALUES (1, 9, 'gone', 9)")
     with EvidenceStore(path, engine=engine) as store:
         problems = {(p.kind, p.tenant, p.revision, p.detail) for p in store.check_index().problems}
     assert ("doc_stale", "team-a", "v1", "document 9 is record 'gone', not a current row here") in problems
@@ -354,6 +354,19 @@ def test_a_stale_doc_row_is_named_with_its_record(engine: str, tmp_path: Path) -
         "v1",
         "the scope row says 4 documents and the index has 5 document rows; the scope has 4 current rows",
     ) in problems
+
+
+def test_a_number_the_index_gives_another_record_is_named_with_both(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
+    v4_store(path)
+    EvidenceStore(path, engine=engine).close()
+    corrupt(path, "UPDATE evidence_index_docs SET record_id = 'lag' WHERE scope = 1 AND record_id = 'turk'")
+    with EvidenceStore(path, engine=engine) as store:
+        problems = {(p.kind, p.detail) for p in store.check_index().problems}
+        assert ("doc_missing", "record 'turk' is document 3, which the index gives 'lag'") in problems
+        assert ("doc_stale", "document 3 is record 'lag', not a current row here") in problems
+        store.reindex()
+        assert store.check_index().ok
 
 
 def test_a_missing_posting_names_the_record_and_token(engine: str, tmp_path: Path) -> None:
@@ -465,3 +478,79 @@ def test_the_header_version_is_read_without_sqlite_and_only_from_database_files(
     os.mkfifo(fifo)  # opening it for reading would block until a writer came
     for other in (tmp_path / "notes.txt", tmp_path / "missing.db", tmp_path, fifo):
         assert schema.version_in_header(other) is None and schema.upgrade_ahead(other) is None
+
+
+def test_the_renumbering_is_the_same_statement_in_c_and_python() -> None:
+    from test_write_path import c_string_literals
+
+    literals = c_string_literals(Path(__file__).parents[1] / "csrc" / "evidence_index_write.c")
+    assert rebuild.RENUMBER_SQL in literals
+
+
+def _numbers(path: Path) -> list[tuple[object, ...]]:
+    """Each current row's key and number, and the record the index holds under that number."""
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(
+            "SELECT c.tenant, c.revision, c.expires_at, c.record_id, c.doc, d.record_id"
+            " FROM evidence_current AS c"
+            " LEFT JOIN evidence_index_scopes AS s ON s.tenant = c.tenant AND s.revision = c.revision"
+            " LEFT JOIN evidence_index_docs AS d ON d.scope = s.scope AND d.doc = c.doc"
+            " ORDER BY c.tenant, c.revision, c.expires_at, c.record_id"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def test_reindex_numbers_each_scopes_rows_anew_in_the_current_rows_too(engine: str, tmp_path: Path) -> None:
+    """Moves and forgets leave gaps in a scope's numbers; a rebuild numbers each scope's rows
+    0, 1, ... in key order, in evidence_current and in the index alike, on every path."""
+    paths = {}
+    for how in ("engine", "generic"):
+        path = paths[how] = tmp_path / f"{how}.db"
+        with EvidenceStore(path, engine=engine) as store:
+            store.put_many(
+                [Record("t", f"r{i}", "v1", "working", f"queue {i}", "s", 100 - i % 7) for i in range(300)]
+            )
+            for i in range(0, 300, 3):
+                store.put(
+                    tenant="t",
+                    record_id=f"r{i}",
+                    revision="v2",
+                    kind="working",
+                    body="moved",
+                    source="s",
+                    expires_at=50,
+                )
+            for i in range(1, 300, 5):
+                store.forget(tenant="t", record_id=f"r{i}")
+            gaps = _numbers(path)
+            assert any(doc != place for place, (*_, doc, _) in enumerate(r for r in gaps if r[1] == "v1"))
+            if how == "engine":
+                store.reindex()
+        if how == "generic":
+            conn = sqlite3.connect(path, isolation_level=None)
+            sql_functions.register(conn)
+            conn.execute("BEGIN")
+            rebuild.build(lambda sql, params, c=conn: c.execute(sql, _numbered(params)).fetchall(), batch=7)
+            conn.execute("COMMIT")
+            conn.close()
+        numbered = _numbers(path)
+        for revision in ("v1", "v2"):
+            rows = [r for r in numbered if r[1] == revision]
+            assert [r[4] for r in rows] == list(range(len(rows))), (how, revision)
+            assert all(r[5] == r[3] for r in rows), how  # the index holds each row under its number
+        with EvidenceStore(path, engine=engine) as store:
+            assert store.check_index().ok
+            store.put(
+                tenant="t",
+                record_id="r0",
+                revision="v1",
+                kind="working",
+                body="back",
+                source="s",
+                expires_at=9,
+            )
+            assert store.check_index().ok
+    assert _numbers(paths["engine"]) == _numbers(paths["generic"])
+    assert index_rows(paths["engine"]) == index_rows(paths["generic"])

@@ -28,7 +28,8 @@ PUT = (
     "INSERT {policy}INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at)"
     " VALUES (:tenant, :record_id, :revision, :kind, :body, :source, :expires_at)"
 )
-TABLES = ("evidence_versions", "evidence", "evidence_vectors")
+# evidence_current too: its document numbers are the token index's (schema.sql).
+TABLES = ("evidence_versions", "evidence", "evidence_current", "evidence_vectors")
 
 
 class Writer:
@@ -333,6 +334,15 @@ def _direct_writes(path: Path) -> list[str]:
         _next_link(path, "r1", "put", (None, None, None, None, None)),
         # the current row written over with itself: no new version, so its vector stays
         "UPDATE {policy}evidence SET body = body",
+        # a document number the index did not give: another, the freed number of the
+        # forgotten record, the scope's next, and a row inserted with a number of its own
+        "UPDATE {policy}evidence_current SET doc = doc + 7 WHERE record_id = 'r1'",
+        "UPDATE {policy}evidence_current SET doc = 1 WHERE record_id = 'r1'",
+        "UPDATE {policy}evidence_current SET doc = (SELECT next_doc FROM evidence_index_scopes)"
+        " WHERE record_id = 'r1'",
+        "INSERT {policy}INTO evidence_current"
+        " SELECT tenant, revision, expires_at, record_id, doc + 1, chain_seq FROM evidence_current"
+        " WHERE record_id = 'r1'",
         # vectors are never updated: a record gets a new one with its next version
         "UPDATE {policy}evidence_vectors SET embedding = x'0000803f0000803f'",
         # a vector of a version that is not the current one

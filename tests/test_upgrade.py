@@ -2,8 +2,9 @@
 current pointer and the history), and its cheaper blank-text CHECKs keep version 5's rule
 exactly; version 7 lets the engines' own writer skip the current rows' checks; version 8
 stores the history's hashes as 32-byte blobs; version 9 keys the token index's postings by
-era first. A store of version 5, 6, 7 or 8 upgrades in place with every row kept and
-everything still verifying."""
+era first; version 10 keeps each current row's document number in evidence_current. A store
+of version 5, 6, 7, 8 or 9 upgrades in place with every row kept and everything still
+verifying."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def all_rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
     return table_rows(path, TABLES)
 
 
-@pytest.mark.parametrize("version", [5, 6, 7, 8])
+@pytest.mark.parametrize("version", [5, 6, 7, 8, 9])
 def test_an_earlier_store_is_upgraded_with_every_row_kept(engine: str, tmp_path: Path, version: int) -> None:
     path = tmp_path / f"v{version}.db"
     old_store(path, version)
@@ -90,7 +91,7 @@ def test_an_earlier_store_is_upgraded_with_every_row_kept(engine: str, tmp_path:
         )
     assert all_rows(path) != before  # the put above landed
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,) == (9,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,) == (10,)
         assert frozenset(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")) == (
             schema.expected_objects()
         )
@@ -123,16 +124,29 @@ def _record(record_id: str, body: str) -> Record:
     )
 
 
-@pytest.mark.parametrize("version", [5, 6, 7, 8])
+@pytest.mark.parametrize("version", [5, 6, 7, 8, 9])
 def test_the_upgrade_itself_changes_no_row(tmp_path: Path, version: int) -> None:
     """Every row stays; the hashes of the history are stored as their 32 bytes from
     version 8 on, and stand for the same hex digits; each docset gains its era (chunk >> 3)
-    in version 9."""
+    in version 9; in version 10 each current row keeps the number the index gave it, and
+    the index's document rows are keyed by number."""
     path = tmp_path / f"v{version}.db"
     old_store(path, version)
     before = all_rows(path)
     EvidenceStore(path, engine="python").close()
     after = all_rows(path)
+    with sqlite3.connect(path) as conn:
+        numbered = conn.execute(
+            "SELECT c.record_id, c.doc, d.doc FROM evidence_current AS c"
+            " JOIN evidence_index_scopes AS s ON s.tenant = c.tenant AND s.revision = c.revision"
+            " LEFT JOIN evidence_index_docs AS d ON d.scope = s.scope AND d.record_id = c.record_id"
+        ).fetchall()
+    conn.close()
+    assert len(numbered) == len(after["evidence"]) and all(mine == held for _, mine, held in numbered)
+    before["evidence_index_docs"] = sorted(
+        (scope, doc, record_id, expires_at)
+        for scope, record_id, doc, expires_at in before["evidence_index_docs"]
+    )
     hashes = [row[-2:] for row in after["evidence_versions"]]
     assert hashes and all(type(h) is bytes and len(h) == 32 for pair in hashes for h in pair)
     stored_as = bytes if version >= 8 else str
@@ -144,9 +158,10 @@ def test_the_upgrade_itself_changes_no_row(tmp_path: Path, version: int) -> None
         ]
     postings = after["evidence_index_postings"]
     assert postings and all(era == chunk >> 3 for _, era, _, chunk, _ in postings)
-    after["evidence_index_postings"] = sorted(
-        (scope, token, chunk, docs) for scope, _, token, chunk, docs in postings
-    )
+    for rows in (before, after):  # the era, where there is one, is chunk >> 3 (checked above)
+        rows["evidence_index_postings"] = sorted(
+            (row[0], *row[-3:]) for row in rows["evidence_index_postings"]
+        )
     assert after == before
 
 

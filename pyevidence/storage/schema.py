@@ -21,7 +21,7 @@ from ..core.errors import SchemaError, StoreError
 from . import sqlite_file
 from .index import rebuild
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 # Connection settings, applied by prepare() on every connection of both engines.
 # The busy timeout makes a writer wait for a lock instead of failing at once.
@@ -112,9 +112,10 @@ VERSION_APPEND_SQL = (
     " VALUES (?, ?, ?, ?, 'put', ?, ?, ?, ?, ?, ?, ?)"
 )
 CURRENT_UPSERT_SQL = (
-    "INSERT INTO evidence_current (tenant, revision, expires_at, record_id, chain_seq) VALUES (?, ?, ?, ?, ?)"
-    " ON CONFLICT (tenant, record_id) DO UPDATE SET"
-    " revision = excluded.revision, expires_at = excluded.expires_at, chain_seq = excluded.chain_seq"
+    "INSERT INTO evidence_current (tenant, revision, expires_at, record_id, doc, chain_seq)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (tenant, record_id) DO UPDATE SET revision = excluded.revision,"
+    " expires_at = excluded.expires_at, doc = excluded.doc, chain_seq = excluded.chain_seq"
 )
 # A batch written with the triggers off drops each replaced record's vector itself
 # (evidence_vectors_follow_puts in schema.sql).
@@ -298,6 +299,7 @@ MIGRATIONS = {
     6: ("schema_v6.sql", "v6_to_v7.sql"),
     7: ("schema_v7.sql", "v7_to_v8.sql"),
     8: ("schema_v8.sql", "v8_to_v9.sql"),
+    9: ("schema_v9.sql", "v9_to_v10.sql"),
 }
 # The upgrades that create the token index (version 4 to 5): after them the index is
 # built from the rows, in the same transaction, before anything is committed.

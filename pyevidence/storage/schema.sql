@@ -1,4 +1,4 @@
--- pyevidence schema, version 9. The one definition of the storage layout:
+-- pyevidence schema, version 10. The one definition of the storage layout:
 -- both engines execute this file as-is, and so can a plain SQL user whose
 -- connection has the pyevidence extension loaded (the triggers call its
 -- evidence_sha256(), evidence_hash_bytes() and evidence_utf8_valid()):
@@ -82,13 +82,19 @@ CREATE TABLE IF NOT EXISTS evidence_versions (
 -- table, and they are small: the bodies stay in evidence_versions (schema version
 -- 6; before it, this table held a second copy of each body, which doubled the
 -- bytes every put wrote).
+-- doc is the row's document number in the token index (see "The token index"
+-- below; schema version 10: kept here, the index needs no tree of its own keyed
+-- by record). It ends the primary key so that UNIQUE (tenant, record_id), which
+-- holds the key's columns, holds it too: a walk of a tenant's records in
+-- record_id order reads their numbers without reading the rows.
 CREATE TABLE IF NOT EXISTS evidence_current (
   tenant     TEXT    NOT NULL,
   revision   TEXT    NOT NULL,
   expires_at INTEGER NOT NULL,
   record_id  TEXT    NOT NULL,
+  doc        INTEGER NOT NULL CHECK (doc BETWEEN 0 AND 4294967295),
   chain_seq  INTEGER NOT NULL,
-  PRIMARY KEY (tenant, revision, expires_at, record_id),
+  PRIMARY KEY (tenant, revision, expires_at, record_id, doc),
   -- The identity of a record: one row per (tenant, record_id).
   UNIQUE (tenant, record_id)
 ) STRICT, WITHOUT ROWID;
@@ -186,14 +192,24 @@ END;
 -- register it so, and every raw SQL write is checked in full. (A connection with
 -- none of pyevidence's functions cannot write these tables at all: "no such function".)
 -- Every put version appended (by the trigger above, or as a raw next link, which
--- evidence_versions_are_appended checks) becomes its record's current row.
+-- evidence_versions_are_appended checks) becomes its record's current row, with its
+-- document number: the one it has if it stays in its scope, else its new scope's
+-- next (the scope is created first if the index has none yet).
 CREATE TRIGGER IF NOT EXISTS evidence_versions_point_the_current_row AFTER INSERT ON evidence_versions
 WHEN NEW.operation = 'put' AND NOT evidence_writer_vouches()
 BEGIN
-  INSERT INTO evidence_current (tenant, revision, expires_at, record_id, chain_seq)
-  VALUES (NEW.tenant, NEW.revision, NEW.expires_at, NEW.record_id, NEW.chain_seq)
+  INSERT INTO evidence_index_scopes (tenant, revision, scope, docs, next_doc)
+    SELECT NEW.tenant, NEW.revision, coalesce(max(scope), 0) + 1, 0, 0 FROM evidence_index_scopes WHERE true
+    ON CONFLICT (tenant, revision) DO NOTHING;
+  INSERT INTO evidence_current (tenant, revision, expires_at, record_id, doc, chain_seq)
+  VALUES (NEW.tenant, NEW.revision, NEW.expires_at, NEW.record_id,
+          coalesce((SELECT doc FROM evidence_current
+                     WHERE tenant = NEW.tenant AND record_id = NEW.record_id AND revision = NEW.revision),
+                   (SELECT next_doc FROM evidence_index_scopes WHERE tenant = NEW.tenant AND revision = NEW.revision)),
+          NEW.chain_seq)
   ON CONFLICT (tenant, record_id) DO UPDATE SET
-    revision = excluded.revision, expires_at = excluded.expires_at, chain_seq = excluded.chain_seq;
+    revision = excluded.revision, expires_at = excluded.expires_at, doc = excluded.doc,
+    chain_seq = excluded.chain_seq;
 END;
 
 -- forget: DELETE FROM evidence (or evidence_current) WHERE tenant = ? AND record_id = ?.
@@ -202,8 +218,8 @@ END;
 -- earlier version of that record; only the hashes remain.
 CREATE TRIGGER IF NOT EXISTS evidence_forget_erases AFTER DELETE ON evidence_current
 BEGIN
-  INSERT INTO evidence_index_remove (tenant, revision, record_id, expires_at, body, keep)
-  SELECT OLD.tenant, OLD.revision, OLD.record_id, OLD.expires_at, body, 0
+  INSERT INTO evidence_index_remove (tenant, revision, record_id, expires_at, doc, body, keep)
+  SELECT OLD.tenant, OLD.revision, OLD.record_id, OLD.expires_at, OLD.doc, body, 0
     FROM evidence_versions WHERE tenant = OLD.tenant AND chain_seq = OLD.chain_seq;
   INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, content_hash, chain_hash)
   SELECT OLD.tenant, link.chain_seq, OLD.record_id, link.seq, 'forget', evidence_hash_bytes(link.content_hash),
@@ -248,6 +264,34 @@ WHEN NOT evidence_writer_vouches() AND NOT EXISTS (SELECT 1 FROM evidence_versio
                     AND v.operation = 'put' AND v.revision = NEW.revision AND v.expires_at = NEW.expires_at
                     AND v.seq = (SELECT max(seq) FROM evidence_versions
                                   WHERE tenant = NEW.tenant AND record_id = NEW.record_id))
+BEGIN
+  SELECT RAISE(ABORT, 'evidence rows are written through the evidence_put view (INSERT INTO evidence_put ...)');
+END;
+
+-- A current row's document number is the token index's to give, as the trigger
+-- evidence_versions_point_the_current_row gives it: the number the record has if it
+-- stays in its scope, else the scope's next (0 in a scope the index does not hold
+-- yet). BEFORE, so that a refused number never reaches the index. The one other
+-- change allowed renumbers a record the index does not hold: the rebuild empties
+-- the index, numbers every scope's rows 0, 1, ... anew, then enters them.
+CREATE TRIGGER IF NOT EXISTS evidence_current_insert_is_numbered BEFORE INSERT ON evidence_current
+WHEN NOT evidence_writer_vouches() AND NEW.doc IS NOT coalesce(
+       (SELECT doc FROM evidence_current
+         WHERE tenant = NEW.tenant AND record_id = NEW.record_id AND revision = NEW.revision),
+       (SELECT next_doc FROM evidence_index_scopes WHERE tenant = NEW.tenant AND revision = NEW.revision), 0)
+BEGIN
+  SELECT RAISE(ABORT, 'evidence rows are written through the evidence_put view (INSERT INTO evidence_put ...)');
+END;
+
+CREATE TRIGGER IF NOT EXISTS evidence_current_update_is_numbered BEFORE UPDATE ON evidence_current
+WHEN NOT evidence_writer_vouches()
+ AND NEW.doc IS NOT CASE WHEN NEW.tenant = OLD.tenant AND NEW.record_id = OLD.record_id AND NEW.revision = OLD.revision
+                         THEN OLD.doc
+                         ELSE coalesce((SELECT next_doc FROM evidence_index_scopes
+                                         WHERE tenant = NEW.tenant AND revision = NEW.revision), 0) END
+ AND EXISTS (SELECT 1 FROM evidence_index_scopes AS s JOIN evidence_index_docs AS d ON d.scope = s.scope
+              WHERE s.tenant = OLD.tenant AND s.revision = OLD.revision AND d.doc = OLD.doc
+                AND d.record_id = OLD.record_id)
 BEGIN
   SELECT RAISE(ABORT, 'evidence rows are written through the evidence_put view (INSERT INTO evidence_put ...)');
 END;
@@ -362,10 +406,11 @@ END;
 -- is 1) for put and put_many, by the same rules:
 --   * each (tenant, revision) is a scope, numbered 1, 2, ... in order of first
 --     use (max + 1); a scope's row stays when its last record goes;
---   * a current row has a document number in its scope, the scope's next_doc
---     when it enters the scope; a new version in the same scope keeps it, a
---     move to another revision or a forget frees it (numbers are not reused:
---     `pyevidence reindex` renumbers densely);
+--   * a current row has a document number in its scope (evidence_current.doc),
+--     the scope's next_doc when it enters the scope; a new version in the same
+--     scope keeps it, a move to another revision or a forget frees it (numbers
+--     are not reused: `pyevidence reindex` renumbers each scope's rows 0, 1, ...
+--     in evidence_current's primary-key order, in evidence_current too);
 --   * postings: for each distinct token of the body (the token rule,
 --     pyevidence/core/tokens.py), the document's bit in the docset of
 --     (scope, era, token, chunk) with chunk = doc >> 12 and era = doc >> 15; a
@@ -387,16 +432,16 @@ CREATE TABLE IF NOT EXISTS evidence_index_scopes (
   PRIMARY KEY (tenant, revision)
 ) STRICT, WITHOUT ROWID;
 
+-- From a document number to its record, and whether it has expired. Keyed by number,
+-- so the documents a scope gains go at the end of its range (schema version 10;
+-- before it, this table was keyed by record, and a second tree by number).
 CREATE TABLE IF NOT EXISTS evidence_index_docs (
   scope      INTEGER NOT NULL,
-  record_id  TEXT    NOT NULL,
   doc        INTEGER NOT NULL CHECK (doc >= 0),
+  record_id  TEXT    NOT NULL,
   expires_at INTEGER NOT NULL,
-  PRIMARY KEY (scope, record_id)
+  PRIMARY KEY (scope, doc)
 ) STRICT, WITHOUT ROWID;
-
--- From a document number to its record (and whether it has expired).
-CREATE INDEX IF NOT EXISTS evidence_index_docs_by_number ON evidence_index_docs (scope, doc, expires_at);
 
 -- The postings are kept in eras of 8 chunks (32,768 documents): era = chunk >> 3
 -- leads the key (schema version 9). A scope numbers its new documents upwards, so a
@@ -422,33 +467,31 @@ CREATE TABLE IF NOT EXISTS evidence_index_expiry (
 ) STRICT, WITHOUT ROWID;
 
 -- The two steps every write of a current row is made of, each defined once:
--- INSERT INTO evidence_index_add enters a current row into the index, INSERT INTO
--- evidence_index_remove takes it out (keep = 1: its document number stays,
--- because the row's next version enters the same scope at once).
+-- INSERT INTO evidence_index_add enters a current row, with its document number,
+-- into the index; INSERT INTO evidence_index_remove takes it out (keep = 1: its
+-- number stays, because the row's next version enters the same scope at once).
 CREATE VIEW IF NOT EXISTS evidence_index_add AS
-  SELECT tenant, revision, record_id, expires_at, body FROM evidence;
+  SELECT tenant, revision, record_id, expires_at, 0 AS doc, body FROM evidence;
 
 CREATE VIEW IF NOT EXISTS evidence_index_remove AS
-  SELECT tenant, revision, record_id, expires_at, body, 0 AS keep FROM evidence;
+  SELECT tenant, revision, record_id, expires_at, 0 AS doc, body, 0 AS keep FROM evidence;
 
 CREATE TRIGGER IF NOT EXISTS evidence_index_adds INSTEAD OF INSERT ON evidence_index_add
 BEGIN
   INSERT INTO evidence_index_scopes (tenant, revision, scope, docs, next_doc)
     SELECT NEW.tenant, NEW.revision, coalesce(max(scope), 0) + 1, 0, 0 FROM evidence_index_scopes WHERE true
     ON CONFLICT (tenant, revision) DO NOTHING;
-  INSERT INTO evidence_index_docs (scope, record_id, doc, expires_at)
-    SELECT scope, NEW.record_id, next_doc, NEW.expires_at FROM evidence_index_scopes
+  -- A kept number's row is its record's already: only expires_at can change.
+  INSERT INTO evidence_index_docs (scope, doc, record_id, expires_at)
+    SELECT scope, NEW.doc, NEW.record_id, NEW.expires_at FROM evidence_index_scopes
      WHERE tenant = NEW.tenant AND revision = NEW.revision
-    ON CONFLICT (scope, record_id) DO UPDATE SET expires_at = excluded.expires_at;
-  -- A row that was just given next_doc (a kept one has a smaller number) counts.
+    ON CONFLICT (scope, doc) DO UPDATE SET expires_at = excluded.expires_at WHERE record_id = excluded.record_id;
+  -- A row given next_doc (a kept one has a smaller number) counts.
   UPDATE evidence_index_scopes SET docs = docs + 1, next_doc = next_doc + 1
-   WHERE tenant = NEW.tenant AND revision = NEW.revision
-     AND next_doc = (SELECT d.doc FROM evidence_index_docs AS d
-                      WHERE d.scope = evidence_index_scopes.scope AND d.record_id = NEW.record_id);
+   WHERE tenant = NEW.tenant AND revision = NEW.revision AND next_doc = NEW.doc;
   INSERT INTO evidence_index_postings (scope, era, token, chunk, docs)
-    SELECT d.scope, d.doc >> 15, t.value, d.doc >> 12, evidence_docset_with(NULL, d.doc & 4095)
+    SELECT s.scope, NEW.doc >> 15, t.value, NEW.doc >> 12, evidence_docset_with(NULL, NEW.doc & 4095)
       FROM evidence_index_scopes AS s
-      JOIN evidence_index_docs AS d ON d.scope = s.scope AND d.record_id = NEW.record_id
       JOIN json_each(evidence_token_list(NEW.body)) AS t
      WHERE s.tenant = NEW.tenant AND s.revision = NEW.revision
     ON CONFLICT (scope, era, token, chunk) DO UPDATE SET docs = evidence_docset_union(docs, excluded.docs);
@@ -461,20 +504,13 @@ END;
 
 CREATE TRIGGER IF NOT EXISTS evidence_index_removes INSTEAD OF INSERT ON evidence_index_remove
 BEGIN
-  UPDATE evidence_index_postings
-     SET docs = evidence_docset_without(docs, (
-           SELECT d.doc & 4095 FROM evidence_index_scopes AS s JOIN evidence_index_docs AS d USING (scope)
-            WHERE s.tenant = NEW.tenant AND s.revision = NEW.revision AND d.record_id = NEW.record_id))
-   WHERE (scope, era, chunk) = (SELECT s.scope, d.doc >> 15, d.doc >> 12
-                             FROM evidence_index_scopes AS s JOIN evidence_index_docs AS d USING (scope)
-                            WHERE s.tenant = NEW.tenant AND s.revision = NEW.revision
-                              AND d.record_id = NEW.record_id)
+  UPDATE evidence_index_postings SET docs = evidence_docset_without(docs, NEW.doc & 4095)
+   WHERE scope = (SELECT scope FROM evidence_index_scopes WHERE tenant = NEW.tenant AND revision = NEW.revision)
+     AND era = NEW.doc >> 15 AND chunk = NEW.doc >> 12
      AND token IN (SELECT value FROM json_each(evidence_token_list(NEW.body)));
   DELETE FROM evidence_index_postings
-   WHERE (scope, era, chunk) = (SELECT s.scope, d.doc >> 15, d.doc >> 12
-                             FROM evidence_index_scopes AS s JOIN evidence_index_docs AS d USING (scope)
-                            WHERE s.tenant = NEW.tenant AND s.revision = NEW.revision
-                              AND d.record_id = NEW.record_id)
+   WHERE scope = (SELECT scope FROM evidence_index_scopes WHERE tenant = NEW.tenant AND revision = NEW.revision)
+     AND era = NEW.doc >> 15 AND chunk = NEW.doc >> 12
      AND token IN (SELECT value FROM json_each(evidence_token_list(NEW.body))) AND docs = x'';
   DELETE FROM evidence_index_expiry
    WHERE scope = (SELECT scope FROM evidence_index_scopes WHERE tenant = NEW.tenant AND revision = NEW.revision)
@@ -484,7 +520,7 @@ BEGIN
    WHERE scope = (SELECT scope FROM evidence_index_scopes WHERE tenant = NEW.tenant AND revision = NEW.revision)
      AND (level, bucket) IN (SELECT value, NEW.expires_at >> (8 * value) FROM json_each('[0,1,2,3,4,5,6,7]'));
   DELETE FROM evidence_index_docs
-   WHERE NOT NEW.keep AND record_id = NEW.record_id
+   WHERE NOT NEW.keep AND doc = NEW.doc AND record_id = NEW.record_id
      AND scope = (SELECT scope FROM evidence_index_scopes WHERE tenant = NEW.tenant AND revision = NEW.revision);
   UPDATE evidence_index_scopes SET docs = docs - 1
    WHERE NOT NEW.keep AND tenant = NEW.tenant AND revision = NEW.revision;
@@ -497,21 +533,25 @@ END;
 CREATE TRIGGER IF NOT EXISTS evidence_index_follows_inserts AFTER INSERT ON evidence_current
 WHEN NOT evidence_writer_vouches()
 BEGIN
-  INSERT INTO evidence_index_add (tenant, revision, record_id, expires_at, body)
-  SELECT NEW.tenant, NEW.revision, NEW.record_id, NEW.expires_at, body
+  INSERT INTO evidence_index_add (tenant, revision, record_id, expires_at, doc, body)
+  SELECT NEW.tenant, NEW.revision, NEW.record_id, NEW.expires_at, NEW.doc, body
     FROM evidence_versions WHERE tenant = NEW.tenant AND chain_seq = NEW.chain_seq;
 END;
 
+-- A change of the number alone is the rebuild's (see evidence_current_update_is_numbered),
+-- which enters the rows itself.
 CREATE TRIGGER IF NOT EXISTS evidence_index_follows_updates AFTER UPDATE ON evidence_current
 WHEN NOT evidence_writer_vouches()
+ AND (NEW.chain_seq <> OLD.chain_seq OR NEW.revision <> OLD.revision OR NEW.expires_at <> OLD.expires_at
+      OR NEW.tenant <> OLD.tenant OR NEW.record_id <> OLD.record_id)
 BEGIN
-  INSERT INTO evidence_index_remove (tenant, revision, record_id, expires_at, body, keep)
-  SELECT OLD.tenant, OLD.revision, OLD.record_id, OLD.expires_at, body,
+  INSERT INTO evidence_index_remove (tenant, revision, record_id, expires_at, doc, body, keep)
+  SELECT OLD.tenant, OLD.revision, OLD.record_id, OLD.expires_at, OLD.doc, body,
          OLD.tenant = NEW.tenant AND OLD.revision = NEW.revision AND OLD.record_id = NEW.record_id
     FROM evidence_versions WHERE tenant = OLD.tenant AND chain_seq = OLD.chain_seq;
-  INSERT INTO evidence_index_add (tenant, revision, record_id, expires_at, body)
-  SELECT NEW.tenant, NEW.revision, NEW.record_id, NEW.expires_at, body
+  INSERT INTO evidence_index_add (tenant, revision, record_id, expires_at, doc, body)
+  SELECT NEW.tenant, NEW.revision, NEW.record_id, NEW.expires_at, NEW.doc, body
     FROM evidence_versions WHERE tenant = NEW.tenant AND chain_seq = NEW.chain_seq;
 END;
 
-PRAGMA user_version = 9;
+PRAGMA user_version = 10;

@@ -217,9 +217,12 @@ class PythonEngine:
             self._conn.executemany(schema.VERSION_APPEND_SQL, appended)
             # the index first: it reads the current rows these replace
             index = maintain.IndexBatch(self._conn)
-            index.replace(in_key_order, new_records)
+            numbers = index.replace(in_key_order, new_records)
             index.finish()
-            self._conn.executemany(schema.CURRENT_UPSERT_SQL, [row[:5] for row in in_key_order])
+            self._conn.executemany(
+                schema.CURRENT_UPSERT_SQL,
+                [(*row[:4], doc, row[4]) for row, doc in zip(in_key_order, numbers, strict=True)],
+            )
             if unchecked:  # what the trigger evidence_vectors_follow_puts would do
                 replaced = [(row[0], row[3]) for row in in_key_order if (row[0], row[3]) not in new_records]
                 self._conn.executemany(schema.VECTOR_DROP_SQL, replaced)

@@ -2,8 +2,9 @@
 
 The check is logical: it asks whether the index answers as a rebuild would, not
 whether its bytes are a rebuild's (writes leave gaps in the document numbers that
-only a rebuild closes). Per scope: the docs count, one document per current row
-and none for any other, numbers below next_doc and not shared, each token's
+only a rebuild closes). Per scope: the docs count, one document per current row, under
+the number the row has (evidence_current.doc), and none for any other, numbers below
+next_doc, each token's
 docsets naming exactly the records whose body has that token (the token rule,
 pyevidence/core/tokens.py), every docset canonical (docsets.py), the expiry counts
 equal to counts of the rows; and no index row of a scope that does not exist.
@@ -36,18 +37,20 @@ _UNINDEXED_SQL = (
     " SELECT 1 FROM evidence_index_scopes AS s WHERE s.tenant = e.tenant AND s.revision = e.revision)"
     " GROUP BY tenant, revision ORDER BY tenant, revision"
 )
-# The scope's current rows with their document, by record_id.
+# The scope's current rows with their number, and what the index holds under it, by record_id.
 _ROWS_SQL = (
-    "SELECT e.record_id, e.expires_at, d.doc, d.expires_at FROM evidence AS e"
-    " LEFT JOIN evidence_index_docs AS d ON d.scope = ?3 AND d.record_id = e.record_id"
-    " WHERE e.tenant = ?1 AND e.revision = ?2 AND e.record_id > ?4 ORDER BY e.record_id LIMIT ?5"
+    "SELECT c.record_id, c.expires_at, c.doc, d.record_id, d.expires_at FROM evidence_current AS c"
+    " LEFT JOIN evidence_index_docs AS d ON d.scope = ?3 AND d.doc = c.doc"
+    " WHERE c.tenant = ?1 AND c.revision = ?2 AND c.record_id > ?4 ORDER BY c.record_id LIMIT ?5"
 )
 # The bodies of the current rows whose documents are numbered ?4 to ?5, one era. The body
 # is read as bytes: raw SQL can store text that is not UTF-8, whose tokens are those of its
 # valid parts.
 _ERA_BODIES_SQL = (
-    "SELECT d.doc, CAST(e.body AS BLOB) FROM evidence_index_docs AS d"
-    " JOIN evidence AS e ON e.tenant = ?1 AND e.revision = ?2 AND e.record_id = d.record_id"
+    "SELECT d.doc, CAST(v.body AS BLOB) FROM evidence_index_docs AS d"
+    " JOIN evidence_current AS c ON c.tenant = ?1 AND c.record_id = d.record_id AND c.revision = ?2"
+    " AND c.doc = d.doc"
+    " JOIN evidence_versions AS v ON v.tenant = c.tenant AND v.chain_seq = c.chain_seq"
     " WHERE d.scope = ?3 AND d.doc BETWEEN ?4 AND ?5 ORDER BY d.doc"
 )
 _NEXT_DOC_ERA_SQL = "SELECT doc FROM evidence_index_docs WHERE scope = ?1 AND doc >= ?2 ORDER BY doc LIMIT 1"
@@ -57,17 +60,13 @@ _NEXT_POSTING_ERA_SQL = (
 # Lists read a page at a time (_pages): each query's {after} is left out of the first page
 # and replaced by the condition after it (_AFTER) on the others.
 _STALE_SQL = (
-    "SELECT d.record_id, d.doc FROM evidence_index_docs AS d WHERE d.scope = ?1 {after} AND NOT EXISTS ("
-    " SELECT 1 FROM evidence AS e WHERE e.tenant = ?2 AND e.revision = ?3 AND e.record_id = d.record_id)"
-    " ORDER BY d.record_id LIMIT ?4"
+    "SELECT d.doc, d.record_id FROM evidence_index_docs AS d WHERE d.scope = ?1 {after} AND NOT EXISTS ("
+    " SELECT 1 FROM evidence_current AS c WHERE c.tenant = ?2 AND c.record_id = d.record_id"
+    " AND c.revision = ?3 AND c.doc = d.doc)"
+    " ORDER BY d.doc LIMIT ?4"
 )
-_STALE_AFTER = "AND d.record_id > ?5"
+_STALE_AFTER = "AND d.doc > ?5"
 _DOC_ROWS_SQL = "SELECT count(*) FROM evidence_index_docs WHERE scope = ?1"
-_SHARED_NUMBERS_SQL = (
-    "SELECT doc, count(*) FROM evidence_index_docs WHERE scope = ?1 {after}"
-    " GROUP BY doc HAVING count(*) > 1 ORDER BY doc LIMIT ?2"
-)
-_SHARED_NUMBERS_AFTER = "AND doc > ?3"
 _BEYOND_NEXT_SQL = (
     "SELECT doc, expires_at, record_id FROM evidence_index_docs WHERE scope = ?1 AND doc >= ?2 {after}"
     " ORDER BY doc, expires_at, record_id LIMIT ?3"
@@ -144,10 +143,18 @@ def _check_scope(
     rows = 0
     after = ""
     while batch := run(_ROWS_SQL, (tenant, revision, scope, after, _BATCH)):
-        for record_id, expires_at, doc, doc_expires_at in batch:
+        for record_id, expires_at, doc, held_by, doc_expires_at in batch:
             rows += 1
-            if doc is None:
-                found.add("doc_missing", key, f"record {record_id!r} has no document in the index")
+            if held_by is None:
+                found.add(
+                    "doc_missing", key, f"record {record_id!r} is document {doc}, which the index lacks"
+                )
+            elif held_by != record_id:
+                found.add(
+                    "doc_missing",
+                    key,
+                    f"record {record_id!r} is document {doc}, which the index gives {held_by!r}",
+                )
             elif doc_expires_at != expires_at:
                 found.add(
                     "doc_expiry_wrong",
@@ -163,10 +170,8 @@ def _check_scope(
             f"the scope row says {docs} documents and the index has {doc_rows} document rows; "
             f"the scope has {rows} current rows",
         )
-    for record_id, doc in _pages(run, _STALE_SQL, _STALE_AFTER, (scope, tenant, revision), 1):
+    for doc, record_id in _pages(run, _STALE_SQL, _STALE_AFTER, (scope, tenant, revision), 1):
         found.add("doc_stale", key, f"document {doc} is record {record_id!r}, not a current row here")
-    for doc, count in _pages(run, _SHARED_NUMBERS_SQL, _SHARED_NUMBERS_AFTER, (scope,), 1):
-        found.add("doc_number_shared", key, f"document number {doc} is given to {count} records")
     if next_doc >= docsets.DOC_NUMBER_LIMIT:
         found.add(
             "next_doc_too_high",

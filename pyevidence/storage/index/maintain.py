@@ -8,8 +8,8 @@ cost is per batch: the changes are queued, then each docset, expiry count and
 scope the batch touched is read and written once.
 
     batch = IndexBatch(conn)
-    batch.replace(rows)   # put/put_many: before the current rows are written
-    batch.finish()
+    docs = batch.replace(rows)   # put/put_many: before the current rows are written,
+    batch.finish()               # each with its document number from docs
 
 ``build`` is the rebuild: every current row entered, a batch at a time.
 """
@@ -27,7 +27,7 @@ from ...core.errors import StoreError
 from ...core.records import IndexRebuild
 from ...core.tokens import token_set
 from . import docsets
-from .rebuild import INDEX_TABLES, summary
+from .rebuild import INDEX_TABLES, RENUMBER_SQL, summary
 
 CHUNK_BITS = docsets.CHUNK_BITS
 LOW_MASK = docsets.CHUNK_DOCS - 1
@@ -38,12 +38,14 @@ BROKEN = (
     "rebuild it with `pyevidence reindex`"
 )
 
-# A record's current row, with its document number as the index holds it (NULL: none).
+# A record's current row with its document number, and the record the index holds under
+# that number (NULL: none).
 _OLD_ROW_SQL = (
-    "SELECT e.revision, e.expires_at, e.body, d.doc FROM evidence AS e"
-    " LEFT JOIN evidence_index_scopes AS s ON s.tenant = e.tenant AND s.revision = e.revision"
-    " LEFT JOIN evidence_index_docs AS d ON d.scope = s.scope AND d.record_id = e.record_id"
-    " WHERE e.tenant = ? AND e.record_id = ?"
+    "SELECT c.revision, c.expires_at, v.body, c.doc, d.record_id FROM evidence_current AS c"
+    " JOIN evidence_versions AS v ON v.tenant = c.tenant AND v.chain_seq = c.chain_seq"
+    " LEFT JOIN evidence_index_scopes AS s ON s.tenant = c.tenant AND s.revision = c.revision"
+    " LEFT JOIN evidence_index_docs AS d ON d.scope = s.scope AND d.doc = c.doc"
+    " WHERE c.tenant = ? AND c.record_id = ?"
 )
 _SCOPE_SQL = "SELECT scope, docs, next_doc FROM evidence_index_scopes WHERE tenant = ? AND revision = ?"
 _MAX_SCOPE_SQL = "SELECT coalesce(max(scope), 0) FROM evidence_index_scopes"
@@ -51,9 +53,9 @@ _SCOPE_INSERT_SQL = (
     "INSERT INTO evidence_index_scopes (tenant, revision, scope, docs, next_doc) VALUES (?, ?, ?, ?, ?)"
 )
 _SCOPE_UPDATE_SQL = "UPDATE evidence_index_scopes SET docs = ?, next_doc = ? WHERE scope = ?"
-_DOC_INSERT_SQL = "INSERT INTO evidence_index_docs (scope, record_id, doc, expires_at) VALUES (?, ?, ?, ?)"
-_DOC_UPDATE_SQL = "UPDATE evidence_index_docs SET expires_at = ? WHERE scope = ? AND record_id = ?"
-_DOC_DELETE_SQL = "DELETE FROM evidence_index_docs WHERE scope = ? AND record_id = ?"
+_DOC_INSERT_SQL = "INSERT INTO evidence_index_docs (scope, doc, record_id, expires_at) VALUES (?, ?, ?, ?)"
+_DOC_UPDATE_SQL = "UPDATE evidence_index_docs SET expires_at = ? WHERE scope = ? AND doc = ?"
+_DOC_DELETE_SQL = "DELETE FROM evidence_index_docs WHERE scope = ? AND doc = ?"
 _READ_CHUNK = 100
 _POSTING_READ_ONE_SQL = (
     "SELECT token, docs FROM evidence_index_postings WHERE scope = ? AND era = ? AND chunk = ? AND token = ?"
@@ -89,8 +91,9 @@ _EXPIRY_ADD_SQL = (
     " ON CONFLICT (scope, level, bucket) DO UPDATE SET rows = rows + excluded.rows"
 )
 _ALL_ROWS_SQL = (
-    "SELECT tenant, revision, expires_at, record_id, body FROM evidence"
-    " ORDER BY tenant, revision, expires_at, record_id"
+    "SELECT c.tenant, c.revision, c.expires_at, c.record_id, c.doc, v.body FROM evidence_current AS c"
+    " JOIN evidence_versions AS v ON v.tenant = c.tenant AND v.chain_seq = c.chain_seq"
+    " ORDER BY c.tenant, c.revision, c.expires_at, c.record_id"
 )
 
 # A current row as _write holds it: tenant, revision, expires_at, record_id, then body at BODY.
@@ -133,19 +136,23 @@ class IndexBatch:
         self._adds: _Changes = {}  # kept documents gaining a token
         self._removes: _Changes = {}
         self._expiry: dict[tuple[int, int], int] = {}  # (scope, expires_at) -> rows gained
-        self._doc_inserts: list[tuple[int, str, int, int]] = []
-        self._doc_updates: list[tuple[int, int, str]] = []
-        self._doc_deletes: list[tuple[int, str]] = []
+        self._doc_inserts: list[tuple[int, int, str, int]] = []
+        self._doc_updates: list[tuple[int, int, int]] = []
+        self._doc_deletes: list[tuple[int, int]] = []
 
     # ---- queueing
 
-    def replace(self, rows: Sequence[Sequence[Any]], new_records: Set[tuple[str, str]] = frozenset()) -> None:
+    def replace(
+        self, rows: Sequence[Sequence[Any]], new_records: Set[tuple[str, str]] = frozenset()
+    ) -> list[int]:
         """Each row (tenant, revision, expires_at, record_id, _, body, ...) is its
         record's new current row, the rows in evidence_current's primary-key order, one per
-        record: its old current row (still in evidence) goes out, it comes in.
+        record: its old current row (still in evidence_current) goes out, it comes in.
         ``new_records`` are (tenant, record_id) keys the caller knows had no version
-        before the batch, so no current row: they are not looked up."""
+        before the batch, so no current row: they are not looked up. Returns each row's
+        document number, the value of its column doc in evidence_current."""
         old = self._old_rows([row for row in rows if (row[0], row[3]) not in new_records])
+        numbers = []
         for row in rows:
             tenant, revision, expires_at, record_id = row[0], row[1], row[2], row[3]
             tokens = token_set(row[BODY])
@@ -153,41 +160,43 @@ class IndexBatch:
             assert new is not None
             was = old.get((tenant, record_id))
             if was is None:
-                self._enter(new, record_id, expires_at, tokens)
+                numbers.append(self._enter(new, record_id, expires_at, tokens))
                 continue
-            old_revision, old_expires, old_body, doc = was
+            old_revision, old_expires, old_body, doc, held_by = was
             before = self._scope(tenant, old_revision, create=False)
-            if before is None or doc is None:
+            if before is None or held_by != record_id:  # the index does not hold the old row
                 raise IndexBroken(BROKEN)
             old_tokens = token_set(old_body)
             if before is new:  # same scope: the document keeps its number
                 self._queue(self._adds, new.number, doc, tokens - old_tokens)
                 self._queue(self._removes, new.number, doc, old_tokens - tokens)
                 if old_expires != expires_at:
-                    self._doc_updates.append((expires_at, new.number, record_id))
+                    self._doc_updates.append((expires_at, new.number, doc))
                     self._count_expiry(new.number, old_expires, -1)
                     self._count_expiry(new.number, expires_at, 1)
+                numbers.append(doc)
                 continue
             # another revision: out of the old scope, into the new one
             self._queue(self._removes, before.number, doc, old_tokens)
             self._count_expiry(before.number, old_expires, -1)
-            self._doc_deletes.append((before.number, record_id))
+            self._doc_deletes.append((before.number, doc))
             before.docs -= 1
-            self._enter(new, record_id, expires_at, tokens)
+            numbers.append(self._enter(new, record_id, expires_at, tokens))
+        return numbers
 
-    def enter(self, tenant: str, revision: str, expires_at: int, record_id: str, body: str) -> None:
-        """A current row the index does not hold yet (the rebuild's step)."""
+    def enter(self, tenant: str, revision: str, expires_at: int, record_id: str, body: str) -> int:
+        """A current row the index does not hold yet (the rebuild's step); its number."""
         scope = self._scope(tenant, revision, create=True)
         assert scope is not None
-        self._enter(scope, record_id, expires_at, token_set(body))
+        return self._enter(scope, record_id, expires_at, token_set(body))
 
-    def _enter(self, scope: _Scope, record_id: str, expires_at: int, tokens: Iterable[str]) -> None:
+    def _enter(self, scope: _Scope, record_id: str, expires_at: int, tokens: Iterable[str]) -> int:
         doc = scope.next_doc
         if not 0 <= doc < docsets.DOC_NUMBER_LIMIT:  # as csrc/evidence_index_write.c, iwEnter()
             raise IndexBroken(BROKEN)
         scope.next_doc += 1
         scope.docs += 1
-        self._doc_inserts.append((scope.number, record_id, doc, expires_at))
+        self._doc_inserts.append((scope.number, doc, record_id, expires_at))
         key = (scope.number, doc >> CHUNK_BITS)
         by_token = self._fresh.get(key)
         if by_token is None:
@@ -198,6 +207,7 @@ class IndexBatch:
         for numbers in map(by_token.__getitem__, tokens):
             numbers += packed
         self._count_expiry(scope.number, expires_at, 1)
+        return doc
 
     def _queue(self, changes: _Changes, scope: int, doc: int, tokens: Iterable[str]) -> None:
         key = (scope, doc >> CHUNK_BITS)
@@ -233,13 +243,14 @@ class IndexBatch:
 
     def _old_rows(
         self, rows: Sequence[Sequence[Any]]
-    ) -> dict[tuple[str, str], tuple[str, int, str, int | None]]:
+    ) -> dict[tuple[str, str], tuple[str, int, str, int, str | None]]:
         """The current rows the batch replaces: (tenant, record_id) -> (revision,
-        expires_at, body, its document number in the index or None). One lookup a
-        record, through evidence's UNIQUE (tenant, record_id): an IN list of many ids
-        can lead the planner to a scan of the tenant's rows."""
+        expires_at, body, its document number, the record the index holds under that
+        number or None). One lookup a record, through evidence_current's UNIQUE
+        (tenant, record_id): an IN list of many ids can lead the planner to a scan of
+        the tenant's rows."""
         execute = self._conn.execute
-        old: dict[tuple[str, str], tuple[str, int, str, int | None]] = {}
+        old: dict[tuple[str, str], tuple[str, int, str, int, str | None]] = {}
         for row in rows:
             key = (row[0], row[3])
             found = execute(_OLD_ROW_SQL, key).fetchone()
@@ -425,6 +436,7 @@ def build(conn: sqlite3.Connection, progress: Progress | None = None, *, batch: 
     started = time.monotonic()
     for table in INDEX_TABLES:
         conn.execute(f"DELETE FROM {table}")
+    conn.execute(RENUMBER_SQL)
     total = int(conn.execute("SELECT count(*) FROM evidence").fetchone()[0])
     report = progress or (lambda done, total: None)
     report(0, total)
@@ -435,8 +447,9 @@ def build(conn: sqlite3.Connection, progress: Progress | None = None, *, batch: 
         some = rows.fetchmany(batch)
         if not some:
             break
-        for tenant, revision, expires_at, record_id, body in some:
-            writer.enter(tenant, revision, expires_at, record_id, body)
+        for tenant, revision, expires_at, record_id, doc, body in some:
+            if writer.enter(tenant, revision, expires_at, record_id, body) != doc:
+                raise IndexBroken(BROKEN)  # RENUMBER_SQL numbers in the same order
         writer.finish()
         done += len(some)
         report(done, total)

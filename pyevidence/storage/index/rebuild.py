@@ -2,10 +2,11 @@
 and the upgrade to schema version 5 (docs/token-index.md).
 
 The generic build runs the schema's own SQL path, so it is right on any engine whose
-connection has the index's SQL functions: the four tables are emptied, then every
-current row is entered through the view evidence_index_add, in evidence's primary-key
-order (INDEX_SPEC's rule: scopes come in (tenant, revision) order, documents are
-numbered 0..n-1 per scope). It goes a batch of rows at a time, keyset-paginated over
+connection has the index's SQL functions: the four tables are emptied, every scope's
+current rows are numbered 0..n-1 in evidence_current's primary-key order (RENUMBER_SQL,
+which writes evidence_current.doc), then every current row is entered through the view
+evidence_index_add, in that order (INDEX_SPEC's rule: scopes come in (tenant, revision)
+order). It goes a batch of rows at a time, keyset-paginated over
 that key, so the caller can show progress; an engine may replace it with a faster
 native build that writes the same rows. It runs inside the caller's transaction and
 never commits.
@@ -31,24 +32,42 @@ INDEX_TABLES = (
     "evidence_index_postings",
     "evidence_index_expiry",
 )
+# Every scope's current rows numbered 0, 1, ... in evidence_current's primary-key order,
+# once the index is empty (schema.sql allows a change of the number alone then). Only
+# the rows whose number changes are written. The native rebuild runs the same text
+# (csrc/evidence_index_write.c; tests/test_index_rebuild.py keeps them equal).
+RENUMBER_SQL = (
+    "UPDATE evidence_current SET doc = n.doc FROM (SELECT tenant, record_id, row_number() OVER"
+    " (PARTITION BY tenant, revision ORDER BY expires_at, record_id) - 1 AS doc FROM evidence_current) AS n"
+    " WHERE evidence_current.tenant = n.tenant AND evidence_current.record_id = n.record_id"
+    " AND evidence_current.doc <> n.doc"
+)
 _KEY = "tenant, revision, expires_at, record_id"
-_ENTER = f"INSERT INTO evidence_index_add ({_KEY}, body) SELECT {_KEY}, body FROM evidence"
+_C_KEY = "c.tenant, c.revision, c.expires_at, c.record_id"
+_ENTER = (
+    f"INSERT INTO evidence_index_add ({_KEY}, doc, body) SELECT {_C_KEY}, c.doc, v.body"
+    " FROM evidence_current AS c"
+    " JOIN evidence_versions AS v ON v.tenant = c.tenant AND v.chain_seq = c.chain_seq"
+)
 
 # The whole build as one script, without progress: for a caller that can only run SQL
 # text (schema.py's upgrade on a connection no engine built, the cluster's nodes).
-BUILD_SCRIPT = "".join(f"DELETE FROM {table};\n" for table in INDEX_TABLES) + f"{_ENTER} ORDER BY {_KEY};\n"
+BUILD_SCRIPT = (
+    "".join(f"DELETE FROM {table};\n" for table in INDEX_TABLES)
+    + f"{RENUMBER_SQL};\n{_ENTER} ORDER BY {_C_KEY};\n"
+)
 
 # The last key of the next batch: the row BATCH rows on from the previous last key.
 _FIRST_LAST_SQL = f"SELECT {_KEY} FROM evidence ORDER BY {_KEY} LIMIT 1 OFFSET ?1"
 _NEXT_LAST_SQL = (
     f"SELECT {_KEY} FROM evidence WHERE ({_KEY}) > (?1, ?2, ?3, ?4) ORDER BY {_KEY} LIMIT 1 OFFSET ?5"
 )
-_ENTER_FIRST_SQL = f"{_ENTER} WHERE ({_KEY}) <= (?1, ?2, ?3, ?4) ORDER BY {_KEY}"
+_ENTER_FIRST_SQL = f"{_ENTER} WHERE ({_C_KEY}) <= (?1, ?2, ?3, ?4) ORDER BY {_C_KEY}"
 _ENTER_NEXT_SQL = (
-    f"{_ENTER} WHERE ({_KEY}) > (?1, ?2, ?3, ?4) AND ({_KEY}) <= (?5, ?6, ?7, ?8) ORDER BY {_KEY}"
+    f"{_ENTER} WHERE ({_C_KEY}) > (?1, ?2, ?3, ?4) AND ({_C_KEY}) <= (?5, ?6, ?7, ?8) ORDER BY {_C_KEY}"
 )
-_ENTER_REST_SQL = f"{_ENTER} WHERE ({_KEY}) > (?1, ?2, ?3, ?4) ORDER BY {_KEY}"
-_ENTER_ALL_SQL = f"{_ENTER} ORDER BY {_KEY}"
+_ENTER_REST_SQL = f"{_ENTER} WHERE ({_C_KEY}) > (?1, ?2, ?3, ?4) ORDER BY {_C_KEY}"
+_ENTER_ALL_SQL = f"{_ENTER} ORDER BY {_C_KEY}"
 
 
 def build(run: Run, progress: Progress | None = None, *, batch: int | None = None) -> IndexRebuild:
@@ -61,6 +80,7 @@ def build(run: Run, progress: Progress | None = None, *, batch: int | None = Non
     started = time.monotonic()
     for table in INDEX_TABLES:
         run(f"DELETE FROM {table}", ())
+    run(RENUMBER_SQL, ())
     total = int(run("SELECT count(*) FROM evidence", ())[0][0])
     report = progress or (lambda done, total: None)
     report(0, total)

@@ -43,8 +43,11 @@ _POSTINGS_SQL = (
     " ON p.scope = ? AND p.era = eras.era AND p.token = ?"
 )
 _DOC_BY_NUMBER_SQL = "SELECT expires_at, record_id FROM evidence_index_docs WHERE scope = ? AND doc = ?"
+# The scope's rows in record_id order, from evidence_current's UNIQUE (tenant, record_id),
+# which holds the rest of the primary key, the number included (schema.sql).
 _DOCS_IN_ORDER_SQL = (
-    "SELECT record_id, doc, expires_at FROM evidence_index_docs WHERE scope = ? ORDER BY record_id"
+    "SELECT record_id, doc, expires_at FROM evidence_current WHERE tenant = ? AND revision = ?"
+    " ORDER BY record_id"
 )
 _RECORD_SQL = (
     "SELECT record_id, revision, kind, body, source, expires_at, version, content_hash FROM evidence"
@@ -88,7 +91,7 @@ def _search(
     if eligible == 0 or limit < 1 or not tokens or max_doc is None:
         return (), eligible
     planes = _scores(conn, scope, tokens, max_doc + 1)
-    ranked = _ranked(conn, scope, now, docs, planes, limit)
+    ranked = _ranked(conn, (tenant, revision), scope, now, docs, planes, limit)
     hits = []
     for record_id, score in ranked:
         row = conn.execute(_RECORD_SQL, (tenant, record_id)).fetchone()
@@ -152,7 +155,13 @@ def _decoded(blob: bytes, chunk: int, chunks: int) -> int:
 
 
 def _ranked(
-    conn: sqlite3.Connection, scope: int, now: int, docs: int, planes: list[int], limit: int
+    conn: sqlite3.Connection,
+    tenant_revision: tuple[str, str],
+    scope: int,
+    now: int,
+    docs: int,
+    planes: list[int],
+    limit: int,
 ) -> list[tuple[str, int]]:
     """(record_id, score) of the hits: highest score first, ties by record_id, live only."""
     left = 0
@@ -181,7 +190,7 @@ def _ranked(
             out.extend((record_id, score) for record_id in found[:need])
         else:  # a walk of the scope's records in record_id order
             size = len(marks)
-            walk = conn.execute(_DOCS_IN_ORDER_SQL, (scope,))
+            walk = conn.execute(_DOCS_IN_ORDER_SQL, tenant_revision)
             for record_id, doc, expires_at in walk:
                 if 0 <= doc >> 3 < size and marks[doc >> 3] >> (doc & 7) & 1 and expires_at > now:
                     out.append((record_id, score))
