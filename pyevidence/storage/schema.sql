@@ -84,9 +84,8 @@ CREATE TABLE IF NOT EXISTS evidence_versions (
 -- bytes every put wrote).
 -- doc is the row's document number in the token index (see "The token index"
 -- below; schema version 10: kept here, the index needs no tree of its own keyed
--- by record). It ends the primary key so that UNIQUE (tenant, record_id), which
--- holds the key's columns, holds it too: a walk of a tenant's records in
--- record_id order reads their numbers without reading the rows.
+-- by record). It ends the primary key so that the index by record below, which
+-- holds the key's columns, holds it too.
 CREATE TABLE IF NOT EXISTS evidence_current (
   tenant     TEXT    NOT NULL,
   revision   TEXT    NOT NULL,
@@ -94,10 +93,15 @@ CREATE TABLE IF NOT EXISTS evidence_current (
   record_id  TEXT    NOT NULL,
   doc        INTEGER NOT NULL CHECK (doc BETWEEN 0 AND 4294967295),
   chain_seq  INTEGER NOT NULL,
-  PRIMARY KEY (tenant, revision, expires_at, record_id, doc),
-  -- The identity of a record: one row per (tenant, record_id).
-  UNIQUE (tenant, record_id)
+  PRIMARY KEY (tenant, revision, expires_at, record_id, doc)
 ) STRICT, WITHOUT ROWID;
+
+-- The identity of a record: one row per (tenant, record_id). An index of its own rather
+-- than a UNIQUE constraint of the table: SQLite 3.40 reads the key's columns from the
+-- index it makes for a constraint only after a seek of the row, and from this one
+-- without, so a walk of a tenant's records in record_id order (the token search's, for
+-- many tied documents) reads their revision, expiry and number from the index alone.
+CREATE UNIQUE INDEX IF NOT EXISTS evidence_current_by_record ON evidence_current (tenant, record_id);
 
 -- The current records with their content: what retrieve, the citations and raw SQL
 -- readers see. version is the version's seq. A LEFT JOIN, so that a query that
