@@ -298,7 +298,8 @@ def _by_triggers(raw: sqlite3.Connection, batch: list[Record]) -> None:
             doc = old[3]
         else:
             (doc,) = raw.execute(
-                "SELECT coalesce((SELECT next_doc FROM evidence_index_scopes WHERE tenant = ? AND revision = ?), 0)",
+                "SELECT coalesce((SELECT next_doc FROM evidence_index_scopes"
+                " WHERE tenant = ? AND revision = ?), 0)",
                 (r.tenant, r.revision),
             ).fetchone()
         raw.execute(
