@@ -43,7 +43,7 @@ static const char *const azSearchSql[N_S_STMT] = {
     " WHERE scope = ?1 AND level = ?2 AND bucket BETWEEN ?3 AND ?4",
     "SELECT chunk, docs FROM \"%w\".evidence_index_postings WHERE scope = ?1 AND era = ?3 AND token = ?2",
     "SELECT expires_at, record_id FROM \"%w\".evidence_index_docs WHERE scope = ?1 AND doc = ?2",
-    /* the scope's rows in record_id order: evidence_current's UNIQUE (tenant, record_id) */
+    /* the scope's rows in record_id order: evidence_current's index by record covers it */
     "SELECT record_id, doc, expires_at FROM \"%w\".evidence_current WHERE tenant = ?1 AND revision = ?2"
     " ORDER BY record_id",
 };

@@ -43,8 +43,8 @@ _POSTINGS_SQL = (
     " ON p.scope = ? AND p.era = eras.era AND p.token = ?"
 )
 _DOC_BY_NUMBER_SQL = "SELECT expires_at, record_id FROM evidence_index_docs WHERE scope = ? AND doc = ?"
-# The scope's rows in record_id order, from evidence_current's UNIQUE (tenant, record_id),
-# which holds the rest of the primary key, the number included (schema.sql).
+# The scope's rows in record_id order, from evidence_current's index by record, which holds
+# the rest of the primary key, the number included, and covers the walk (schema.sql).
 _DOCS_IN_ORDER_SQL = (
     "SELECT record_id, doc, expires_at FROM evidence_current WHERE tenant = ? AND revision = ?"
     " ORDER BY record_id"
