@@ -4,8 +4,8 @@
 ** It stores what n puts through the evidence_put view would store (schema.sql),
 ** without running that view's trigger once per record:
 **
-**   1. the chain head of each tenant in the batch and the latest seq of each
-**      record are read once (two indexed lookups), then carried in memory;
+**   1. the chain head of each tenant in the batch and the latest version of each
+**      record (its seq and chain position) are read once, then carried in memory;
 **   2. every version is hashed here, with evidence_sha256()'s encoding
 **      (evidence_hash.h), and appended to evidence_versions in chain order;
 **   3. the current row of each record is written once, for its last version in
@@ -40,7 +40,15 @@
 #include "evidence_hash.h"
 #include "evidence_index_write.h"
 
-enum { BATCH_HEAD, BATCH_SEQ, BATCH_VERSION, BATCH_CURRENT, BATCH_VECTOR_DROP, N_BATCH_STMT };
+enum {
+  BATCH_HEAD,
+  BATCH_LATEST,
+  BATCH_VERSION,
+  BATCH_FORGOTTEN_DROP,
+  BATCH_CURRENT,
+  BATCH_VECTOR_DROP,
+  N_BATCH_STMT
+};
 
 /* The smallest batch written with the schema's triggers and CHECKs off (see above);
 ** pyevidence/storage/engines/python_engine.py has the same number. */
@@ -50,12 +58,17 @@ static const char *const azBatchSql[N_BATCH_STMT] = {
     /* BATCH_HEAD: the tenant's last link (none: a new chain), its hash as the hex the chain hashes */
     "SELECT chain_seq, lower(hex(chain_hash)) FROM evidence_versions WHERE tenant = ? ORDER BY chain_seq DESC"
     " LIMIT 1",
-    /* BATCH_SEQ: the record's last version, NULL when it has none */
-    "SELECT max(seq) FROM evidence_versions WHERE tenant = ? AND record_id = ?",
+    /* BATCH_LATEST: pyevidence/storage/schema.py:LATEST_VERSION_SQL, no row when it has none */
+    "SELECT v.seq, v.chain_seq, v.operation = 'forget' FROM evidence_versions AS v"
+    " WHERE v.tenant = ? AND v.chain_seq = coalesce("
+    "(SELECT chain_seq FROM evidence_current WHERE tenant = ? AND record_id = ?),"
+    " (SELECT chain_seq FROM evidence_forgotten WHERE tenant = ? AND record_id = ?))",
     /* BATCH_VERSION: pyevidence/storage/schema.py:VERSION_APPEND_SQL */
-    "INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, revision, kind, body, "
-    "source,"
-    " expires_at, content_hash, chain_hash) VALUES (?, ?, ?, ?, 'put', ?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, previous, operation, revision, kind,"
+    " body, source, expires_at, content_hash, chain_hash)"
+    " VALUES (?, ?, ?, ?, ?, 'put', ?, ?, ?, ?, ?, ?, ?)",
+    /* BATCH_FORGOTTEN_DROP: pyevidence/storage/schema.py:FORGOTTEN_DROP_SQL */
+    "DELETE FROM evidence_forgotten WHERE tenant = ? AND record_id = ?",
     /* BATCH_CURRENT: pyevidence/storage/schema.py:CURRENT_UPSERT_SQL */
     "INSERT INTO evidence_current (tenant, revision, expires_at, record_id, doc, chain_seq)"
     " VALUES (?, ?, ?, ?, ?, ?)"
@@ -76,6 +89,7 @@ struct EvidenceBatch {
 typedef struct BatchVersion {
   int64_t seq;
   int64_t chainSeq;
+  int64_t previous; /* chain_seq of the record's version before it, 0: none */
   char zContent[65];
   char zChain[65];
 } BatchVersion;
@@ -83,12 +97,14 @@ typedef struct BatchVersion {
 /* A slot of the open-addressing tables below; iRec is the index of the first
 ** record with the slot's key, plus one (0: empty). Per tenant: n is the chain
 ** head's chain_seq and zHash its chain_hash. Per record: n is the latest seq,
-** iLast the index of the record's last occurrence in the batch. */
+** iChain its chain_seq, iLast the index of the record's last occurrence in the batch. */
 typedef struct BatchSlot {
   size_t iRec;
   size_t iLast;
   int64_t n;
+  int64_t iChain;
   int64_t nBefore; /* per record: its latest seq before the batch (0: it had no version) */
+  int bForgotten;  /* per record: that version was a tombstone (the batch revives it) */
   char zHash[65];
 } BatchSlot;
 
@@ -169,16 +185,23 @@ static int batchReadHead(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r, Ba
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* Reads the latest seq of record r into *pSeq (0: no version yet). */
-static int batchReadSeq(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r, int64_t *pSeq) {
+/* Reads record r's latest version into slot s: its seq (0: no version yet), its
+** chain_seq and whether it is a tombstone. */
+static int batchReadLatest(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r, BatchSlot *s) {
   sqlite3_stmt *pStmt = 0;
-  int rc = batchStmt(db, p, BATCH_SEQ, &pStmt);
+  int rc = batchStmt(db, p, BATCH_LATEST, &pStmt);
   if (rc == SQLITE_OK) rc = bindText(pStmt, 1, r->tenant, r->tenant_len);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 2, r->record_id, r->record_id_len);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 2, r->tenant, r->tenant_len);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 3, r->record_id, r->record_id_len);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 4, r->tenant, r->tenant_len);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 5, r->record_id, r->record_id_len);
   if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
-  *pSeq = 0;
+  s->n = s->iChain = 0;
+  s->bForgotten = 0;
   if (rc == SQLITE_ROW) {
-    *pSeq = sqlite3_column_int64(pStmt, 0); /* NULL reads as 0 */
+    s->n = sqlite3_column_int64(pStmt, 0);
+    s->iChain = sqlite3_column_int64(pStmt, 1);
+    s->bForgotten = sqlite3_column_int(pStmt, 2);
     rc = SQLITE_OK;
   }
   sqlite3_reset(pStmt);
@@ -220,7 +243,7 @@ static void batchChainHash(const char *zPrevious, const EvidencePut *r, const Ba
 }
 
 /* Numbers and hashes every record's version, reading each tenant's chain head
-** and each record's latest seq once. aLast receives the index of each record's
+** and each record's latest version once. aLast receives the index of each record's
 ** last occurrence, *pnLast how many there are. */
 static int batchLink(sqlite3 *db, EvidenceBatch *p, const EvidencePut *aRec, size_t n, BatchVersion *aVer,
                      BatchTable *pTenants, BatchTable *pRecords, size_t *aLast, size_t *pnLast) {
@@ -234,14 +257,15 @@ static int batchLink(sqlite3 *db, EvidenceBatch *p, const EvidencePut *aRec, siz
       pTenant->iRec = i + 1;
     }
     if (rc == SQLITE_OK && pRecord->iRec == 0) {
-      rc = batchReadSeq(db, p, &aRec[i], &pRecord->n);
+      rc = batchReadLatest(db, p, &aRec[i], pRecord);
       pRecord->nBefore = pRecord->n;
       pRecord->iRec = i + 1;
       aLast[nLast++] = i; /* updated below to the last occurrence */
     }
     if (rc != SQLITE_OK) break;
     aVer[i].seq = ++pRecord->n;
-    aVer[i].chainSeq = ++pTenant->n;
+    aVer[i].previous = pRecord->iChain;
+    aVer[i].chainSeq = pRecord->iChain = ++pTenant->n;
     pRecord->iLast = i;
     batchContentHash(&aRec[i], aVer[i].zContent);
     batchChainHash(pTenant->zHash, &aRec[i], &aVer[i], aVer[i].zChain);
@@ -264,13 +288,28 @@ static int batchWriteVersion(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 2, v->chainSeq);
   if (rc == SQLITE_OK) rc = bindText(pStmt, 3, r->record_id, r->record_id_len);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 4, v->seq);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 5, r->revision, r->revision_len);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 6, r->kind, r->kind_len);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 7, r->body, r->body_len);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 8, r->source, r->source_len);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 9, r->expires_at);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_blob(pStmt, 10, aContent, 32, SQLITE_STATIC);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_blob(pStmt, 11, aChain, 32, SQLITE_STATIC);
+  if (rc == SQLITE_OK) {
+    rc = v->previous ? sqlite3_bind_int64(pStmt, 5, v->previous) : sqlite3_bind_null(pStmt, 5);
+  }
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 6, r->revision, r->revision_len);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 7, r->kind, r->kind_len);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 8, r->body, r->body_len);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 9, r->source, r->source_len);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 10, r->expires_at);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_blob(pStmt, 11, aContent, 32, SQLITE_STATIC);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_blob(pStmt, 12, aChain, 32, SQLITE_STATIC);
+  return batchStep(pStmt, rc);
+}
+
+/* Runs statement id, a write bound to record r's tenant and record_id:
+** BATCH_FORGOTTEN_DROP (the batch puts a forgotten record again) or BATCH_VECTOR_DROP
+** (it replaced the record's current row: what the trigger evidence_vectors_follow_puts
+** does when triggers are on). */
+static int batchWriteForRecord(sqlite3 *db, EvidenceBatch *p, int id, const EvidencePut *r) {
+  sqlite3_stmt *pStmt = 0;
+  int rc = batchStmt(db, p, id, &pStmt);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 1, r->tenant, r->tenant_len);
+  if (rc == SQLITE_OK) rc = bindText(pStmt, 2, r->record_id, r->record_id_len);
   return batchStep(pStmt, rc);
 }
 
@@ -285,16 +324,6 @@ static int batchWriteCurrent(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r
   if (rc == SQLITE_OK) rc = bindText(pStmt, 4, r->record_id, r->record_id_len);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 5, doc);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 6, v->chainSeq);
-  return batchStep(pStmt, rc);
-}
-
-/* Drops the vector of record r, whose current row the batch replaced: what the
-** trigger evidence_vectors_follow_puts does when triggers are on. */
-static int batchDropVector(sqlite3 *db, EvidenceBatch *p, const EvidencePut *r) {
-  sqlite3_stmt *pStmt = 0;
-  int rc = batchStmt(db, p, BATCH_VECTOR_DROP, &pStmt);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 1, r->tenant, r->tenant_len);
-  if (rc == SQLITE_OK) rc = bindText(pStmt, 2, r->record_id, r->record_id_len);
   return batchStep(pStmt, rc);
 }
 
@@ -355,6 +384,10 @@ int evidenceBatchPut(sqlite3 *db, EvidenceBatch *p, const EvidencePut *aRec, siz
   p->bWriting = 1;
   if (rc == SQLITE_OK && bUnchecked) rc = batchSchemaChecks(db, 0);
   for (i = 0; rc == SQLITE_OK && i < n; i++) rc = batchWriteVersion(db, p, &aRec[i], &aVer[i]);
+  for (i = 0; rc == SQLITE_OK && i < nLast; i++) {
+    if (batchFind(&records, aRec, aLast[i], 1)->bForgotten)
+      rc = batchWriteForRecord(db, p, BATCH_FORGOTTEN_DROP, &aRec[aLast[i]]);
+  }
   if (rc == SQLITE_OK) {
     for (i = 0; i < nLast; i++) apCurrent[i] = &aRec[aLast[i]];
     qsort(apCurrent, nLast, sizeof(*apCurrent), compareCurrentKey);
@@ -370,7 +403,7 @@ int evidenceBatchPut(sqlite3 *db, EvidenceBatch *p, const EvidencePut *aRec, siz
     rc = evidenceIndexRecord(db, p->pIndex, r->tenant, r->tenant_len, r->record_id, r->record_id_len,
                              r->revision, r->revision_len, r->expires_at, r->body, r->body_len, bNew, &doc);
     if (rc == SQLITE_OK) rc = batchWriteCurrent(db, p, r, doc, &aVer[iRec]);
-    if (rc == SQLITE_OK && bUnchecked && !bNew) rc = batchDropVector(db, p, r);
+    if (rc == SQLITE_OK && bUnchecked && !bNew) rc = batchWriteForRecord(db, p, BATCH_VECTOR_DROP, r);
   }
   if (rc == SQLITE_OK) rc = evidenceIndexFinish(db, p->pIndex);
   sqlite3_free(p->zErr);

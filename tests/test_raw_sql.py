@@ -29,7 +29,7 @@ PUT = (
     " VALUES (:tenant, :record_id, :revision, :kind, :body, :source, :expires_at)"
 )
 # evidence_current too: its document numbers are the token index's (schema.sql).
-TABLES = ("evidence_versions", "evidence", "evidence_current", "evidence_vectors")
+TABLES = ("evidence_versions", "evidence", "evidence_current", "evidence_forgotten", "evidence_vectors")
 
 
 class Writer:
@@ -232,16 +232,21 @@ def _version(path: Path, seq: int) -> tuple[Any, ...]:
         conn.close()
 
 
-def _next_link(path: Path, record_id: str, operation: str, content: tuple[Any, ...] | None = None) -> str:
-    """An INSERT INTO evidence_versions of the tenant's next link, hashed as the triggers would."""
+def _next_link(
+    path: Path, record_id: str, operation: str, content: tuple[Any, ...] | None = None, **link_to: int | None
+) -> str:
+    """An INSERT INTO evidence_versions of the tenant's next link, hashed as the triggers would;
+    ``previous=`` names another version before it than the record's latest."""
     conn = sqlite3.connect(path)
     try:
         chain_seq, previous = conn.execute(
             "SELECT chain_seq, lower(hex(chain_hash)) FROM evidence_versions WHERE tenant = 'team-a'"
             " ORDER BY chain_seq DESC LIMIT 1"
         ).fetchone()
-        (seq,) = conn.execute(
-            "SELECT coalesce(max(seq), 0) FROM evidence_versions WHERE tenant = 'team-a' AND record_id = ?",
+        # the record's latest version (its seq and place), as the history's list links them
+        seq, latest = conn.execute(
+            "SELECT coalesce(max(seq), 0), max(chain_seq) FROM evidence_versions"
+            " WHERE tenant = 'team-a' AND record_id = ?",
             (record_id,),
         ).fetchone()
     finally:
@@ -260,6 +265,7 @@ def _next_link(path: Path, record_id: str, operation: str, content: tuple[Any, .
         chain_seq + 1,
         record_id,
         seq,
+        link_to.get("previous", latest),
         operation,
         *fields,
         bytes.fromhex(digest),
@@ -276,8 +282,8 @@ def _next_link(path: Path, record_id: str, operation: str, content: tuple[Any, .
         for v in values
     )
     return (
-        "INSERT {policy}INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, revision, kind,"
-        f" body, source, expires_at, content_hash, chain_hash) VALUES ({shown})"
+        "INSERT {policy}INTO evidence_versions (tenant, chain_seq, record_id, seq, previous, operation,"
+        f" revision, kind, body, source, expires_at, content_hash, chain_hash) VALUES ({shown})"
     )
 
 
@@ -332,6 +338,18 @@ def _direct_writes(path: Path) -> list[str]:
         _next_link(path, "gone", "forget"),
         # a well-hashed put without content
         _next_link(path, "r1", "put", (None, None, None, None, None)),
+        # a well-hashed next put that names another version as the record's latest, or none
+        _next_link(path, "r1", "put", previous=1),
+        _next_link(path, "r1", "put", previous=None),
+        # a version's link to the one before it is not rewritten
+        "UPDATE {policy}evidence_versions SET previous = NULL WHERE record_id = 'r1' AND seq = 2",
+        # evidence_forgotten is forget's: not a row for a live record, not a row moved
+        # to another version, not a row dropped without a put of the record
+        "INSERT {policy}INTO evidence_forgotten (tenant, record_id, chain_seq) VALUES ('team-a', 'r1', 2)",
+        "INSERT {policy}INTO evidence_forgotten (tenant, record_id, chain_seq) VALUES ('team-a', 'r1', 1)",
+        "UPDATE {policy}evidence_forgotten SET chain_seq = 3 WHERE record_id = 'gone'",
+        "UPDATE {policy}evidence_forgotten SET record_id = 'r1' WHERE record_id = 'gone'",
+        "DELETE FROM evidence_forgotten WHERE record_id = 'gone'",
         # the current row written over with itself: no new version, so its vector stays
         "UPDATE {policy}evidence SET body = body",
         # a document number the index did not give: another, the freed number of the

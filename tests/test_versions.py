@@ -344,6 +344,16 @@ def _three_versions(open_store: Any, path: Path) -> None:
             2,
             "current row is missing",
         ),
+        (  # the link to the record's version before it (schema version 11)
+            ["UPDATE evidence_versions SET previous = 2 WHERE tenant = 'team-a' AND chain_seq = 3"],
+            3,
+            "names chain position 2 as the record's version before it, which is 1",
+        ),
+        (  # a live record named as forgotten
+            ["INSERT INTO evidence_forgotten VALUES ('team-a', 'r2', 2)"],
+            2,
+            "not the record's tombstone",
+        ),
     ],
 )
 def test_verify_reports_the_first_broken_link(

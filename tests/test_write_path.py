@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 _DUMP = (
     "SELECT * FROM evidence_versions ORDER BY tenant, chain_seq",
     "SELECT * FROM evidence ORDER BY tenant, record_id",
+    "SELECT * FROM evidence_forgotten ORDER BY tenant, record_id",
 )
 
 
@@ -152,7 +153,7 @@ def test_put_many_failing_in_the_middle_writes_nothing(tmp_path: Path, engine: s
         assert store.verify(tenant="team-a").ok
         store.put_many([record(record_id="after")])  # the chain goes on from where it was
         assert store.verify(tenant="team-a").ok
-    versions, current = dump(path)
+    versions, current, _ = dump(path)
     assert versions[: len(before[0])] == before[0] and len(versions) == len(before[0]) + 1
     assert {row[3] for row in current} == {"before", "after"}
 
@@ -168,7 +169,8 @@ def test_the_batch_writers_statements_are_the_same_in_c_and_python() -> None:
     literals = c_string_literals(ROOT / "csrc" / "evidence_batch.c")
     for name in (
         "CHAIN_HEAD_SQL",
-        "LATEST_SEQ_SQL",
+        "LATEST_VERSION_SQL",
+        "FORGOTTEN_DROP_SQL",
         "VERSION_APPEND_SQL",
         "CURRENT_UPSERT_SQL",
         "VECTOR_DROP_SQL",
@@ -298,3 +300,34 @@ def test_an_unchecked_batch_that_fails_writes_nothing_and_leaves_every_check_on(
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM evidence_vectors").fetchone() == (0,)
     conn.close()
+
+
+def test_the_latest_version_lookups_read_one_record_each(tmp_path: Path) -> None:
+    """The writers find each record's latest version, and history() and get_version() its
+    versions, through its identity index and the history's key, never through a range of a
+    tenant's rows: without ANALYZE's statistics SQLite 3.40 chose to read a tenant's whole
+    evidence_current for the IN lists."""
+    from pyevidence.storage import versions
+    from pyevidence.storage.engines.python_engine import _LATEST_VERSIONS_SQL, _SEQ_CHUNK
+
+    path = tmp_path / "plans.db"
+    EvidenceStore(path, engine="python").close()
+    conn = sqlite3.connect(path)
+    try:
+        chunk = ("r",) * _SEQ_CHUNK
+        for sql, params in (
+            (schema.LATEST_VERSION_SQL, ("t", "t", "r", "t", "r")),
+            (_LATEST_VERSIONS_SQL, ("t", *chunk, "t", *chunk, "t")),
+            (versions.HISTORY_SQL, {"1": "t", "2": "r"}),
+            (versions.VERSION_SQL, {"1": "t", "2": "r", "3": 1}),
+        ):
+            steps = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
+            searches = [
+                step
+                for step in steps
+                if step.startswith(("SEARCH", "SCAN")) and step not in ("SCAN walk", "SCAN CONSTANT ROW")
+            ]
+            keyed = ("(tenant=? AND record_id=?)", "(tenant=? AND chain_seq=?)")
+            assert searches and all(any(key in step for key in keyed) for step in searches), steps
+    finally:
+        conn.close()

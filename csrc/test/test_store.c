@@ -457,6 +457,47 @@ static void testLargeBatches(EvidenceStore *p) {
   free(b);
 }
 
+/* Forgotten records put again by a batch, small (the triggers on) and large (off): each
+** version links to the record's version before it, the tombstone included, and the
+** records leave evidence_forgotten (schema version 11). Tenant tg, records f0000... */
+static void testReviveForgotten(EvidenceStore *p) {
+  Batch *b = calloc(1, sizeof(Batch));
+  char zId[32];
+  int bDeleted = 0, n, nBatch;
+  if (b == 0) abort();
+  for (nBatch = 0; nBatch < 2; nBatch++) {
+    const int nRecord = nBatch == 0 ? 5 : 300; /* BATCH_UNCHECKED_MIN is 256 */
+    for (n = 0; n < nRecord; n++) {
+      snprintf(zId, sizeof(zId), "f%d-%04d", nBatch, n);
+      batchAdd(b, zId, "v1", "revive me", 10);
+    }
+    CHECK(batchPut(p, b) == 0);
+    for (n = 0; n < nRecord; n += 2) {
+      snprintf(zId, sizeof(zId), "f%d-%04d", nBatch, n);
+      CHECK(evidence_store_forget(p, "tg", 2, zId, strlen(zId), &bDeleted) == 0 && bDeleted == 1);
+    }
+    CHECK(count(p, "SELECT count(*) FROM evidence_forgotten WHERE tenant = 'tg'") == (nRecord + 1) / 2);
+    for (n = 0; n < nRecord; n++) {
+      snprintf(zId, sizeof(zId), "f%d-%04d", nBatch, n);
+      batchAdd(b, zId, "v1", "revived", 10);
+    }
+    CHECK(batchPut(p, b) == 0);
+    CHECK(count(p, "SELECT count(*) FROM evidence_forgotten WHERE tenant = 'tg'") == 0);
+  }
+  /* every version of tg after the first of its record follows that record's latest before it */
+  CHECK(count(p,
+              "SELECT count(*) FROM evidence_versions AS v WHERE v.tenant = 'tg' AND v.previous IS NOT"
+              " (SELECT max(chain_seq) FROM evidence_versions AS w"
+              "   WHERE w.tenant = 'tg' AND w.record_id = v.record_id AND w.chain_seq < v.chain_seq)") == 0);
+  CHECK(
+      count(p,
+            "SELECT count(*) FROM evidence WHERE tenant = 'tg' AND record_id LIKE 'f%'"
+            " AND body = 'revived' AND version = CASE WHEN substr(record_id, 4) % 2 = 0 THEN 3 ELSE 2 END") ==
+      305);
+  free(b->zData);
+  free(b);
+}
+
 /* Batches whose documents straddle two eras of the postings' key (numbers 32,760 to
 ** 32,779, after numbers skipped as moves leave them), then change documents of both eras:
 ** the writer's counting passes key each docset by scope, era and token (run under ASan). */
@@ -573,6 +614,7 @@ int main(int argc, char **argv) {
   testNulAndForget(p);
   testPutMany(p);
   testLargeBatches(p);
+  testReviveForgotten(p);
   testEraBoundary(p);
   testDocNumberLimit(p);
   testUncheckedBatchThatFails(p);

@@ -21,7 +21,7 @@ from ..core.errors import SchemaError, StoreError
 from . import sqlite_file
 from .index import rebuild
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 # Connection settings, applied by prepare() on every connection of both engines.
 # The busy timeout makes a writer wait for a lock instead of failing at once.
@@ -104,13 +104,24 @@ CHAIN_HEAD_SQL = (
     "SELECT chain_seq, lower(hex(chain_hash)) FROM evidence_versions WHERE tenant = ?"
     " ORDER BY chain_seq DESC LIMIT 1"
 )
-# The Python engine asks for many records at once, over an IN list (PythonEngine._latest_seqs).
-LATEST_SEQ_SQL = "SELECT max(seq) FROM evidence_versions WHERE tenant = ? AND record_id = ?"
-VERSION_APPEND_SQL = (
-    "INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, revision, kind, body,"
-    " source, expires_at, content_hash, chain_hash)"
-    " VALUES (?, ?, ?, ?, 'put', ?, ?, ?, ?, ?, ?, ?)"
+# A record's latest version (schema version 11): the one its current row points at, else
+# its evidence_forgotten row's tombstone; no row: it has none. Its seq, its chain_seq (the
+# new version's previous) and whether it is a tombstone (the record is then revived).
+# Binds tenant, tenant, record_id, tenant, record_id. The Python engine asks for many
+# records at once, over IN lists (PythonEngine._latest_versions).
+LATEST_VERSION_SQL = (
+    "SELECT v.seq, v.chain_seq, v.operation = 'forget' FROM evidence_versions AS v"
+    " WHERE v.tenant = ? AND v.chain_seq = coalesce("
+    "(SELECT chain_seq FROM evidence_current WHERE tenant = ? AND record_id = ?),"
+    " (SELECT chain_seq FROM evidence_forgotten WHERE tenant = ? AND record_id = ?))"
 )
+VERSION_APPEND_SQL = (
+    "INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, previous, operation, revision, kind,"
+    " body, source, expires_at, content_hash, chain_hash)"
+    " VALUES (?, ?, ?, ?, ?, 'put', ?, ?, ?, ?, ?, ?, ?)"
+)
+# A forgotten record put again: its evidence_forgotten row goes, after its version is appended.
+FORGOTTEN_DROP_SQL = "DELETE FROM evidence_forgotten WHERE tenant = ? AND record_id = ?"
 CURRENT_UPSERT_SQL = (
     "INSERT INTO evidence_current (tenant, revision, expires_at, record_id, doc, chain_seq)"
     " VALUES (?, ?, ?, ?, ?, ?)"
@@ -300,6 +311,7 @@ MIGRATIONS = {
     7: ("schema_v7.sql", "v7_to_v8.sql"),
     8: ("schema_v8.sql", "v8_to_v9.sql"),
     9: ("schema_v9.sql", "v9_to_v10.sql"),
+    10: ("schema_v10.sql", "v10_to_v11.sql"),
 }
 # The upgrades that create the token index (version 4 to 5): after them the index is
 # built from the rows, in the same transaction, before anything is committed.

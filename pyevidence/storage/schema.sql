@@ -1,15 +1,16 @@
--- pyevidence schema, version 10. The one definition of the storage layout:
+-- pyevidence schema, version 11. The one definition of the storage layout:
 -- both engines execute this file as-is, and so can a plain SQL user whose
 -- connection has the pyevidence extension loaded (the triggers call its
 -- evidence_sha256(), evidence_hash_bytes() and evidence_utf8_valid()):
 --   sqlite3 evidence.db '.load ./evidence' '.read schema.sql'
 --
--- Three tables. evidence_versions is the history: every put of a (tenant,
+-- The records. evidence_versions is the history: every put of a (tenant,
 -- record_id) appends an immutable version, and every forget appends a
 -- tombstone; each tenant's versions form a hash chain. It holds the one copy of
 -- every body. evidence_current points each live record at its latest version,
--- in eligibility order (see below), and the view evidence shows the current
--- records with their content, read from the history. Writes go through the view
+-- in eligibility order (see below), evidence_forgotten each forgotten record at its
+-- tombstone, and the view evidence shows the current records with their content,
+-- read from the history. Writes go through the view
 -- evidence_put (INSERT = put) and DELETE FROM evidence (= forget); the
 -- triggers keep the tables consistent and refuse anything else, under every
 -- conflict policy (INSERT OR IGNORE, OR REPLACE, ...; tests/test_raw_sql.py). evidence_vectors
@@ -44,6 +45,10 @@
 -- become NULL; the hashes stay, so the chain can still be verified).
 --   chain_seq     position in the tenant's chain: 1, 2, 3, ...
 --   seq           the record's own version number: 1, 2, 3, ...
+--   previous      chain_seq of the record's version before this one (NULL for its
+--                 first): the versions of a record are a list linked backwards from
+--                 its latest, which evidence_current or evidence_forgotten names. Not
+--                 hashed: verify() checks each link against the chain itself.
 --   content_hash  put: evidence_sha256('pyevidence content 2', tenant, record_id,
 --                      revision, kind, body, source, expires_at)
 --                 forget: evidence_sha256('pyevidence forget 2', tenant, record_id, seq)
@@ -60,6 +65,7 @@ CREATE TABLE IF NOT EXISTS evidence_versions (
   chain_seq    INTEGER NOT NULL CHECK (chain_seq >= 1),
   record_id    TEXT    NOT NULL CHECK (CASE WHEN unicode(record_id) BETWEEN 33 AND 126 THEN 1 ELSE trim(record_id, char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> '' END),
   seq          INTEGER NOT NULL CHECK (seq >= 1),
+  previous     INTEGER          CHECK (previous >= 1 AND previous < chain_seq),
   operation    TEXT    NOT NULL CHECK (operation IN ('put', 'forget')),
   revision     TEXT             CHECK (CASE WHEN unicode(revision) BETWEEN 33 AND 126 THEN 1 ELSE trim(revision,  char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) <> '' END),
   kind         TEXT             CHECK (kind IN ('working', 'incident', 'runbook')),
@@ -72,8 +78,24 @@ CREATE TABLE IF NOT EXISTS evidence_versions (
   CHECK ((revision IS NULL) = (body IS NULL) AND (kind IS NULL) = (body IS NULL)
      AND (source IS NULL) = (body IS NULL) AND (expires_at IS NULL) = (body IS NULL)),
   CHECK (operation = 'put' OR body IS NULL),
-  PRIMARY KEY (tenant, chain_seq),
-  UNIQUE (tenant, record_id, seq)
+  CHECK ((seq = 1) = (previous IS NULL)),
+  PRIMARY KEY (tenant, chain_seq)
+) STRICT, WITHOUT ROWID;
+
+-- The latest version of each record that has versions but no current row: a
+-- forgotten record's tombstone (and, for a moment inside forget's trigger, the put
+-- being forgotten). With evidence_current, whose rows point at the latest version of
+-- each live record, it names the head of every record's list of versions, which
+-- each version's `previous` links back to its first (schema version 11; before it,
+-- UNIQUE (tenant, record_id, seq) found them: a tree keyed by record, 43 bytes a
+-- version, that a batch wrote at random places). Its rows are written by forget's
+-- trigger and dropped by the next put of the record; the triggers below refuse any
+-- other write, by what the tenant's chain holds at that moment.
+CREATE TABLE IF NOT EXISTS evidence_forgotten (
+  tenant    TEXT    NOT NULL,
+  record_id TEXT    NOT NULL,
+  chain_seq INTEGER NOT NULL,
+  PRIMARY KEY (tenant, record_id)
 ) STRICT, WITHOUT ROWID;
 
 -- The current pointer: one row per live record, naming its latest version by its
@@ -168,21 +190,26 @@ BEGIN
       OR trim(NEW.source,    char(9,10,11,12,13,28,29,30,31,32,133,160,5760,8192,8193,8194,8195,8196,8197,8198,8199,8200,8201,8202,8232,8233,8239,8287,12288)) = '';
   SELECT RAISE(ABORT, 'evidence_put: kind must be working, incident or runbook')
    WHERE NEW.kind NOT IN ('working', 'incident', 'runbook');
-  INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation,
+  -- latest: the record's latest version (NULL: it has none), which the new one follows.
+  INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, previous, operation,
                                  revision, kind, body, source, expires_at, content_hash, chain_hash)
-  SELECT NEW.tenant, link.chain_seq, NEW.record_id, link.seq, 'put',
+  SELECT NEW.tenant, link.chain_seq, NEW.record_id, link.seq, link.latest, 'put',
          NEW.revision, NEW.kind, NEW.body, NEW.source, CAST(NEW.expires_at AS INTEGER),
          evidence_hash_bytes(link.content_hash),
          evidence_hash_bytes(evidence_sha256('pyevidence chain 2', link.previous, link.chain_seq, NEW.record_id,
                                              link.seq, 'put', link.content_hash))
   FROM (SELECT
           coalesce((SELECT max(chain_seq) FROM evidence_versions WHERE tenant = NEW.tenant), 0) + 1 AS chain_seq,
-          coalesce((SELECT max(seq) FROM evidence_versions
-                     WHERE tenant = NEW.tenant AND record_id = NEW.record_id), 0) + 1 AS seq,
+          coalesce((SELECT seq FROM evidence_versions WHERE tenant = NEW.tenant AND chain_seq = latest), 0) + 1 AS seq,
+          latest,
           coalesce((SELECT lower(hex(chain_hash)) FROM evidence_versions
                      WHERE tenant = NEW.tenant ORDER BY chain_seq DESC LIMIT 1), '') AS previous,
           evidence_sha256('pyevidence content 2', NEW.tenant, NEW.record_id, NEW.revision, NEW.kind,
-                          NEW.body, NEW.source, CAST(NEW.expires_at AS INTEGER)) AS content_hash) AS link;
+                          NEW.body, NEW.source, CAST(NEW.expires_at AS INTEGER)) AS content_hash
+        FROM (SELECT coalesce((SELECT chain_seq FROM evidence_current
+                                WHERE tenant = NEW.tenant AND record_id = NEW.record_id),
+                              (SELECT chain_seq FROM evidence_forgotten
+                                WHERE tenant = NEW.tenant AND record_id = NEW.record_id)) AS latest)) AS link;
 END;
 
 -- pyevidence's own writer (put and put_many of both engines: csrc/evidence_batch.c,
@@ -196,12 +223,14 @@ END;
 -- register it so, and every raw SQL write is checked in full. (A connection with
 -- none of pyevidence's functions cannot write these tables at all: "no such function".)
 -- Every put version appended (by the trigger above, or as a raw next link, which
--- evidence_versions_are_appended checks) becomes its record's current row, with its
--- document number: the one it has if it stays in its scope, else its new scope's
--- next (the scope is created first if the index has none yet).
+-- evidence_versions_are_appended checks) revives its record if it was forgotten and
+-- becomes its record's current row, with its document number: the one it has if it
+-- stays in its scope, else its new scope's next (the scope is created first if the
+-- index has none yet).
 CREATE TRIGGER IF NOT EXISTS evidence_versions_point_the_current_row AFTER INSERT ON evidence_versions
 WHEN NEW.operation = 'put' AND NOT evidence_writer_vouches()
 BEGIN
+  DELETE FROM evidence_forgotten WHERE tenant = NEW.tenant AND record_id = NEW.record_id;
   INSERT INTO evidence_index_scopes (tenant, revision, scope, docs, next_doc)
     SELECT NEW.tenant, NEW.revision, coalesce(max(scope), 0) + 1, 0, 0 FROM evidence_index_scopes WHERE true
     ON CONFLICT (tenant, revision) DO NOTHING;
@@ -218,15 +247,20 @@ END;
 
 -- forget: DELETE FROM evidence (or evidence_current) WHERE tenant = ? AND record_id = ?.
 -- Takes the record out of the token index while its body is still there to
--- tokenize, appends a tombstone to the chain, then erases the content of every
--- earlier version of that record; only the hashes remain.
+-- tokenize; names its latest version in evidence_forgotten, as its current row did;
+-- appends a tombstone to the chain, which then becomes the latest; then erases the
+-- content of the record's earlier versions, walking back through `previous` to the
+-- tombstone before them, if any (what preceded that one was erased then). Only the
+-- hashes remain.
 CREATE TRIGGER IF NOT EXISTS evidence_forget_erases AFTER DELETE ON evidence_current
 BEGIN
   INSERT INTO evidence_index_remove (tenant, revision, record_id, expires_at, doc, body, keep)
   SELECT OLD.tenant, OLD.revision, OLD.record_id, OLD.expires_at, OLD.doc, body, 0
     FROM evidence_versions WHERE tenant = OLD.tenant AND chain_seq = OLD.chain_seq;
-  INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, operation, content_hash, chain_hash)
-  SELECT OLD.tenant, link.chain_seq, OLD.record_id, link.seq, 'forget', evidence_hash_bytes(link.content_hash),
+  INSERT INTO evidence_forgotten (tenant, record_id, chain_seq) VALUES (OLD.tenant, OLD.record_id, OLD.chain_seq);
+  INSERT INTO evidence_versions (tenant, chain_seq, record_id, seq, previous, operation, content_hash, chain_hash)
+  SELECT OLD.tenant, link.chain_seq, OLD.record_id, link.seq, OLD.chain_seq, 'forget',
+         evidence_hash_bytes(link.content_hash),
          evidence_hash_bytes(evidence_sha256('pyevidence chain 2', link.previous, link.chain_seq, OLD.record_id,
                                              link.seq, 'forget', link.content_hash))
   FROM (SELECT chain_seq, seq, previous,
@@ -234,30 +268,43 @@ BEGIN
           FROM (SELECT
                   coalesce((SELECT max(chain_seq) FROM evidence_versions WHERE tenant = OLD.tenant), 0) + 1
                     AS chain_seq,
-                  coalesce((SELECT max(seq) FROM evidence_versions
-                             WHERE tenant = OLD.tenant AND record_id = OLD.record_id), 0) + 1 AS seq,
+                  (SELECT seq FROM evidence_versions WHERE tenant = OLD.tenant AND chain_seq = OLD.chain_seq) + 1
+                    AS seq,
                   coalesce((SELECT lower(hex(chain_hash)) FROM evidence_versions
                              WHERE tenant = OLD.tenant ORDER BY chain_seq DESC LIMIT 1), '') AS previous))
        AS link;
+  UPDATE evidence_forgotten SET chain_seq = (SELECT max(chain_seq) FROM evidence_versions WHERE tenant = OLD.tenant)
+   WHERE tenant = OLD.tenant AND record_id = OLD.record_id;
   UPDATE evidence_versions
      SET revision = NULL, kind = NULL, body = NULL, source = NULL, expires_at = NULL
-   WHERE tenant = OLD.tenant AND record_id = OLD.record_id AND operation = 'put' AND body IS NOT NULL;
+   WHERE tenant = OLD.tenant AND operation = 'put' AND body IS NOT NULL
+     AND chain_seq IN (WITH RECURSIVE earlier (chain_seq) AS (
+                         SELECT OLD.chain_seq
+                         UNION ALL
+                         SELECT v.previous FROM earlier
+                           JOIN evidence_versions AS v ON v.tenant = OLD.tenant AND v.chain_seq = earlier.chain_seq
+                          WHERE v.operation = 'put' AND v.previous IS NOT NULL)
+                       SELECT chain_seq FROM earlier);
 END;
 
 -- The current row must point at the latest version of its record, a put, with
 -- the same revision and expires_at: a write to evidence_current that did not come
 -- through evidence_put (or that would point a record back at an older version)
--- is refused. AFTER, not BEFORE: by then an INSERT OR REPLACE has deleted the row
--- it replaces, and with recursive triggers on, that delete has run forget's
--- trigger, so the check sees the chain as the statement left it. The engines' batch
+-- is refused. The latest: no later link of the tenant's chain is of the same record.
+-- For a put's new row, the chain's last link, that range is empty; an update that
+-- keeps the pointer keeps a version that was already checked. AFTER, not BEFORE: by
+-- then an INSERT OR REPLACE has deleted the row it replaces, and with recursive
+-- triggers on, that delete has run forget's trigger, so the check sees the chain as
+-- the statement left it. The engines' batch
 -- writer, which has just appended that version itself, vouches for its rows and
 -- is spared the two lookups a row (schema version 7: about 6% of put_many).
 CREATE TRIGGER IF NOT EXISTS evidence_insert_is_the_latest_version AFTER INSERT ON evidence_current
 WHEN NOT evidence_writer_vouches() AND NOT EXISTS (SELECT 1 FROM evidence_versions AS v
                   WHERE v.tenant = NEW.tenant AND v.chain_seq = NEW.chain_seq AND v.record_id = NEW.record_id
                     AND v.operation = 'put' AND v.revision = NEW.revision AND v.expires_at = NEW.expires_at
-                    AND v.seq = (SELECT max(seq) FROM evidence_versions
-                                  WHERE tenant = NEW.tenant AND record_id = NEW.record_id))
+                    AND (NOT EXISTS (SELECT 1 FROM evidence_versions AS later
+                                  WHERE later.tenant = NEW.tenant AND later.chain_seq > NEW.chain_seq
+                                    AND later.record_id = NEW.record_id)))
 BEGIN
   SELECT RAISE(ABORT, 'evidence rows are written through the evidence_put view (INSERT INTO evidence_put ...)');
 END;
@@ -266,8 +313,10 @@ CREATE TRIGGER IF NOT EXISTS evidence_update_is_the_latest_version AFTER UPDATE 
 WHEN NOT evidence_writer_vouches() AND NOT EXISTS (SELECT 1 FROM evidence_versions AS v
                   WHERE v.tenant = NEW.tenant AND v.chain_seq = NEW.chain_seq AND v.record_id = NEW.record_id
                     AND v.operation = 'put' AND v.revision = NEW.revision AND v.expires_at = NEW.expires_at
-                    AND v.seq = (SELECT max(seq) FROM evidence_versions
-                                  WHERE tenant = NEW.tenant AND record_id = NEW.record_id))
+                    AND ((NEW.chain_seq = OLD.chain_seq AND NEW.tenant = OLD.tenant AND NEW.record_id = OLD.record_id)
+                         OR NOT EXISTS (SELECT 1 FROM evidence_versions AS later
+                                  WHERE later.tenant = NEW.tenant AND later.chain_seq > NEW.chain_seq
+                                    AND later.record_id = NEW.record_id)))
 BEGIN
   SELECT RAISE(ABORT, 'evidence rows are written through the evidence_put view (INSERT INTO evidence_put ...)');
 END;
@@ -303,9 +352,11 @@ END;
 -- Versions are appended by evidence_put and forget only. A raw INSERT INTO
 -- evidence_versions is refused unless it is what those would append: the tenant's
 -- next link with their hashes, in valid UTF-8 (the table's CHECKs cover the other
--- rules); a put with its content (it then becomes the current row, as a put
--- does); a tombstone only for a record whose current row is gone and whose latest
--- version still has its content (forget's trigger appends it at that moment).
+-- rules), following the record's latest version (its current row's, else its
+-- evidence_forgotten row's, else none: then it is version 1); a put with its
+-- content (it then becomes the current row, as a put does); a tombstone only for a
+-- record whose current row is gone and whose latest version still has its content
+-- (forget's trigger appends it at that moment).
 CREATE TRIGGER IF NOT EXISTS evidence_versions_are_appended BEFORE INSERT ON evidence_versions
 WHEN NOT evidence_writer_vouches() AND (NOT (evidence_utf8_valid(CAST(NEW.tenant AS BLOB)) AND evidence_utf8_valid(CAST(NEW.record_id AS BLOB))
           AND coalesce(evidence_utf8_valid(CAST(NEW.revision AS BLOB)), 1)
@@ -313,8 +364,13 @@ WHEN NOT evidence_writer_vouches() AND (NOT (evidence_utf8_valid(CAST(NEW.tenant
           AND coalesce(evidence_utf8_valid(CAST(NEW.body AS BLOB)), 1)
           AND coalesce(evidence_utf8_valid(CAST(NEW.source AS BLOB)), 1))
   OR NEW.chain_seq IS NOT coalesce((SELECT max(chain_seq) FROM evidence_versions WHERE tenant = NEW.tenant), 0) + 1
-  OR NEW.seq IS NOT coalesce((SELECT max(seq) FROM evidence_versions
-                               WHERE tenant = NEW.tenant AND record_id = NEW.record_id), 0) + 1
+  OR NEW.previous IS NOT coalesce((SELECT chain_seq FROM evidence_current
+                                     WHERE tenant = NEW.tenant AND record_id = NEW.record_id),
+                                   (SELECT chain_seq FROM evidence_forgotten
+                                     WHERE tenant = NEW.tenant AND record_id = NEW.record_id))
+  OR NEW.seq IS NOT coalesce((SELECT seq FROM evidence_versions
+                               WHERE tenant = NEW.tenant AND chain_seq = NEW.previous
+                                 AND record_id = NEW.record_id), 0) + 1
   OR NEW.content_hash IS NOT evidence_hash_bytes(CASE NEW.operation
        WHEN 'put' THEN evidence_sha256('pyevidence content 2', NEW.tenant, NEW.record_id, NEW.revision, NEW.kind,
                                        NEW.body, NEW.source, NEW.expires_at)
@@ -326,23 +382,25 @@ WHEN NOT evidence_writer_vouches() AND (NOT (evidence_utf8_valid(CAST(NEW.tenant
   OR (NEW.operation = 'forget'
       AND (EXISTS (SELECT 1 FROM evidence_current WHERE tenant = NEW.tenant AND record_id = NEW.record_id)
            OR NOT EXISTS (SELECT 1 FROM evidence_versions
-                           WHERE tenant = NEW.tenant AND record_id = NEW.record_id AND seq = NEW.seq - 1
+                           WHERE tenant = NEW.tenant AND chain_seq = NEW.previous
                              AND operation = 'put' AND body IS NOT NULL))))
 BEGIN
   SELECT RAISE(ABORT, 'evidence_versions rows are appended by evidence_put and forget only (INSERT INTO evidence_put ..., DELETE FROM evidence ...)');
 END;
 
 -- Versions are immutable. The one change allowed is forget's erasure: the
--- content of a put becomes NULL, everything else stays, and only once the
--- record's tombstone is in the chain.
+-- content of a put becomes NULL, everything else stays, and only while the
+-- record is forgotten by a tombstone after it.
 CREATE TRIGGER IF NOT EXISTS evidence_versions_are_immutable BEFORE UPDATE ON evidence_versions
 WHEN NOT (NEW.tenant = OLD.tenant AND NEW.chain_seq = OLD.chain_seq AND NEW.record_id = OLD.record_id
-          AND NEW.seq = OLD.seq AND NEW.operation = OLD.operation AND NEW.operation = 'put'
+          AND NEW.seq = OLD.seq AND NEW.previous IS OLD.previous
+          AND NEW.operation = OLD.operation AND NEW.operation = 'put'
           AND NEW.content_hash = OLD.content_hash AND NEW.chain_hash = OLD.chain_hash
           AND NEW.body IS NULL
-          AND EXISTS (SELECT 1 FROM evidence_versions AS f
-                       WHERE f.tenant = OLD.tenant AND f.record_id = OLD.record_id
-                         AND f.operation = 'forget' AND f.seq > OLD.seq))
+          AND EXISTS (SELECT 1 FROM evidence_forgotten AS f
+                       JOIN evidence_versions AS t ON t.tenant = f.tenant AND t.chain_seq = f.chain_seq
+                      WHERE f.tenant = OLD.tenant AND f.record_id = OLD.record_id
+                        AND f.chain_seq > OLD.chain_seq AND t.operation = 'forget'))
 BEGIN
   SELECT RAISE(ABORT, 'evidence_versions rows are immutable; only forget erases a version''s content');
 END;
@@ -350,6 +408,43 @@ END;
 CREATE TRIGGER IF NOT EXISTS evidence_versions_are_kept BEFORE DELETE ON evidence_versions
 BEGIN
   SELECT RAISE(ABORT, 'evidence_versions rows are never deleted; forget erases their content instead');
+END;
+
+-- evidence_forgotten is written by forget's trigger and by the next put of the
+-- record, each right after it appended a link, and by nothing else. A row enters
+-- naming the put being forgotten: a put with its content, of a record with no
+-- current row, which exists only inside forget's trigger (once forget is done, the
+-- record's puts have no content). It then moves to the tombstone, which must be the
+-- tenant's last link, following it; it goes when the tenant's last link is a put of
+-- the record following it. pyevidence's own writer, which revives a batch's
+-- forgotten records after appending their versions, vouches for its deletes.
+CREATE TRIGGER IF NOT EXISTS evidence_forgotten_insert_is_forget BEFORE INSERT ON evidence_forgotten
+WHEN EXISTS (SELECT 1 FROM evidence_current WHERE tenant = NEW.tenant AND record_id = NEW.record_id)
+  OR NOT EXISTS (SELECT 1 FROM evidence_versions
+                  WHERE tenant = NEW.tenant AND chain_seq = NEW.chain_seq AND record_id = NEW.record_id
+                    AND operation = 'put' AND body IS NOT NULL)
+BEGIN
+  SELECT RAISE(ABORT, 'evidence_forgotten rows are written by forget only (DELETE FROM evidence ...)');
+END;
+
+CREATE TRIGGER IF NOT EXISTS evidence_forgotten_update_is_forget BEFORE UPDATE ON evidence_forgotten
+WHEN NOT (NEW.tenant = OLD.tenant AND NEW.record_id = OLD.record_id
+          AND EXISTS (SELECT 1 FROM evidence_versions
+                       WHERE tenant = NEW.tenant AND chain_seq = NEW.chain_seq AND record_id = NEW.record_id
+                         AND operation = 'forget' AND previous = OLD.chain_seq
+                         AND chain_seq = (SELECT max(chain_seq) FROM evidence_versions WHERE tenant = NEW.tenant)))
+BEGIN
+  SELECT RAISE(ABORT, 'evidence_forgotten rows are written by forget only (DELETE FROM evidence ...)');
+END;
+
+CREATE TRIGGER IF NOT EXISTS evidence_forgotten_delete_is_put BEFORE DELETE ON evidence_forgotten
+WHEN NOT evidence_writer_vouches()
+ AND NOT EXISTS (SELECT 1 FROM evidence_versions
+                  WHERE tenant = OLD.tenant AND record_id = OLD.record_id
+                    AND operation = 'put' AND previous = OLD.chain_seq
+                    AND chain_seq = (SELECT max(chain_seq) FROM evidence_versions WHERE tenant = OLD.tenant))
+BEGIN
+  SELECT RAISE(ABORT, 'evidence_forgotten rows go when the record is put again (INSERT INTO evidence_put ...)');
 END;
 
 -- One embedding per current record, for VectorScorer: a little-endian float32
@@ -558,4 +653,4 @@ BEGIN
     FROM evidence_versions WHERE tenant = NEW.tenant AND chain_seq = NEW.chain_seq;
 END;
 
-PRAGMA user_version = 10;
+PRAGMA user_version = 11;

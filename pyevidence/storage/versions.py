@@ -24,9 +24,30 @@ _COLUMNS = (
     "record_id, seq, operation, lower(hex(content_hash)), chain_seq, lower(hex(chain_hash)),"
     " revision, kind, body, source, expires_at"
 )
-HISTORY_SQL = f"SELECT {_COLUMNS} FROM evidence_versions WHERE tenant = ?1 AND record_id = ?2 ORDER BY seq"
-VERSION_SQL = f"SELECT {_COLUMNS} FROM evidence_versions WHERE tenant = ?1 AND record_id = ?2 AND seq = ?3"
+
+
+# A record's versions are a list linked backwards (schema version 11): from its latest,
+# which its current row names, else its evidence_forgotten row, through each version's
+# previous. _walk(stop) follows it while the version reached is above seq ``stop``.
+def _walk(stop: str) -> str:
+    return (
+        "WITH RECURSIVE walk (chain_seq) AS ("
+        "SELECT coalesce((SELECT chain_seq FROM evidence_current WHERE tenant = ?1 AND record_id = ?2),"
+        " (SELECT chain_seq FROM evidence_forgotten WHERE tenant = ?1 AND record_id = ?2))"
+        " UNION ALL SELECT v.previous FROM walk"
+        " JOIN evidence_versions AS v ON v.tenant = ?1 AND v.chain_seq = walk.chain_seq"
+        f" WHERE v.previous IS NOT NULL AND v.seq > {stop})"
+        f" SELECT {_COLUMNS} FROM evidence_versions"
+        " WHERE tenant = ?1 AND chain_seq IN walk AND record_id = ?2"
+    )
+
+
+HISTORY_SQL = _walk("0") + " ORDER BY seq"
+VERSION_SQL = _walk("?3") + " AND seq = ?3"
 CHAIN_SQL = f"SELECT {_COLUMNS} FROM evidence_versions WHERE tenant = ?1 ORDER BY chain_seq"
+# CHAIN_SQL with each version's previous last, for verify().
+LINKED_CHAIN_SQL = f"SELECT {_COLUMNS}, previous FROM evidence_versions WHERE tenant = ?1 ORDER BY chain_seq"
+FORGOTTEN_SQL = "SELECT record_id, chain_seq FROM evidence_forgotten WHERE tenant = ?1 ORDER BY record_id"
 CURRENT_SQL = (
     "SELECT record_id, version, content_hash, revision, kind, body, source, expires_at"
     " FROM evidence WHERE tenant = ?1 ORDER BY record_id"
@@ -92,11 +113,14 @@ def _content_problem(tenant: str, version: Version) -> str | None:
 def verify(reader: Reader, tenant: str) -> Verification:
     """Recomputes the tenant's chain and checks the current rows against it.
     The caller runs this inside one read snapshot."""
-    chain = [Version(*row) for row in reader.select(CHAIN_SQL, (tenant,))]
-    breaks = _chain_breaks(tenant, chain)
+    rows = reader.select(LINKED_CHAIN_SQL, (tenant,))
+    chain = [Version(*row[:-1]) for row in rows]
+    breaks = _chain_breaks(tenant, chain, [row[-1] for row in rows])
     current = reader.select(CURRENT_SQL, (tenant,))
     if not breaks:
         breaks = _current_breaks(chain, current)
+    if not breaks:
+        breaks = _forgotten_breaks(chain, reader.select(FORGOTTEN_SQL, (tenant,)))
     return Verification(
         tenant=tenant,
         ok=not breaks,
@@ -106,7 +130,8 @@ def verify(reader: Reader, tenant: str) -> Verification:
     )
 
 
-def _chain_breaks(tenant: str, chain: list[Version]) -> list[ChainBreak]:
+def _chain_breaks(tenant: str, chain: list[Version], links: list[int | None]) -> list[ChainBreak]:
+    """The chain's broken links; ``links`` holds each version's previous."""
     breaks: list[tuple[int, ChainBreak]] = []
 
     def broke(version: Version, reason: str) -> None:
@@ -114,15 +139,23 @@ def _chain_breaks(tenant: str, chain: list[Version]) -> list[ChainBreak]:
 
     previous = FIRST_PREVIOUS
     last_seq: dict[str, int] = {}
+    last_link: dict[str, int] = {}  # each record's latest chain_seq so far
     erased: dict[str, list[Version]] = {}  # forgotten puts still waiting for their tombstone
     kept: dict[str, list[Version]] = {}  # puts with content, which a tombstone must have erased
-    for expected_seq, version in enumerate(chain, start=1):
+    for expected_seq, (version, link) in enumerate(zip(chain, links, strict=True), start=1):
         if version.chain_seq != expected_seq:
             broke(version, f"chain position {expected_seq} is missing: versions were removed")
             break  # every later link is off by the gap; the first break is the one to report
         if version.seq != last_seq.get(version.record_id, 0) + 1:
             broke(version, f"version {version.seq} follows version {last_seq.get(version.record_id, 0)}")
+        elif link != last_link.get(version.record_id):
+            broke(
+                version,
+                f"it names chain position {link} as the record's version before it, "
+                f"which is {last_link.get(version.record_id)}",
+            )
         last_seq[version.record_id] = version.seq
+        last_link[version.record_id] = version.chain_seq
         if version.operation == "forget":
             if version.content_hash != forget_hash(tenant, version.record_id, version.seq):
                 broke(version, "the tombstone's hash does not match it")
@@ -174,4 +207,28 @@ def _current_breaks(chain: list[Version], current: list[tuple[Any, ...]]) -> lis
     for record_id, version in sorted(latest.items()):
         if version.operation == "put" and record_id not in seen:
             breaks.append(ChainBreak(version.chain_seq, record_id, "the record's current row is missing"))
+    return breaks
+
+
+def _forgotten_breaks(chain: list[Version], forgotten: list[tuple[Any, ...]]) -> list[ChainBreak]:
+    """evidence_forgotten against the chain: one row for each record whose latest version
+    is a tombstone, naming that tombstone, and no other."""
+    latest = {version.record_id: version for version in chain}  # chain order: the last one wins
+    named = dict(forgotten)
+    breaks = []
+    for record_id, version in sorted(latest.items()):
+        if version.operation == "forget" and named.get(record_id) != version.chain_seq:
+            breaks.append(
+                ChainBreak(version.chain_seq, record_id, "the forgotten record's latest version is not named")
+            )
+    for record_id, chain_seq in sorted(named.items()):
+        found = latest.get(record_id)
+        if found is None or found.operation != "forget" or found.chain_seq != chain_seq:
+            breaks.append(
+                ChainBreak(
+                    chain_seq,
+                    record_id,
+                    "evidence_forgotten names a version that is not the record's tombstone",
+                )
+            )
     return breaks

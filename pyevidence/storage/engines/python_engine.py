@@ -170,13 +170,14 @@ class PythonEngine:
     def _write(self, records: list[Record]) -> None:
         """The batch writer (the same steps as csrc/evidence_batch.c): the rows that
         schema.PUT_SQL's trigger would write for each record in turn. Each tenant's
-        chain head and each record's latest seq are read once; the versions are
+        chain head and each record's latest version are read once; the versions are
         appended in chain order; each record's current row is written once, for its
         last version, in the primary-key order of evidence."""
         execute = self._conn.execute
         heads: dict[str, tuple[int, str]] = {}
-        seqs = self._latest_seqs(records)
-        new_records = {key for key, seq in seqs.items() if seq == 0}  # no current row to replace
+        latest = self._latest_versions(records)
+        new_records = {key for key, (seq, _, _) in latest.items() if seq == 0}  # no current row to replace
+        revived = [key for key, (_, _, forgotten) in latest.items() if forgotten]
         appended: list[tuple[Any, ...]] = []
         current: dict[tuple[str, str], tuple[Any, ...]] = {}
         for r in records:
@@ -185,17 +186,19 @@ class PythonEngine:
             if head is None:
                 head = execute(schema.CHAIN_HEAD_SQL, (tenant,)).fetchone() or (0, FIRST_PREVIOUS)
             key = (tenant, record_id)
-            seq = seqs[key] + 1
+            last_seq, previous, _ = latest[key]
+            seq = last_seq + 1
             chain_seq = head[0] + 1
             content = content_hash(tenant, record_id, r.revision, r.kind, r.body, r.source, r.expires_at)
             chain = chain_hash(head[1], chain_seq, record_id, seq, "put", content)
-            heads[tenant], seqs[key] = (chain_seq, chain), seq
+            heads[tenant], latest[key] = (chain_seq, chain), (seq, chain_seq, False)
             appended.append(
                 (
                     tenant,
                     chain_seq,
                     record_id,
                     seq,
+                    previous,
                     r.revision,
                     r.kind,
                     r.body,
@@ -215,6 +218,7 @@ class PythonEngine:
             if unchecked:
                 self._schema_checks(on=False)
             self._conn.executemany(schema.VERSION_APPEND_SQL, appended)
+            self._conn.executemany(schema.FORGOTTEN_DROP_SQL, revived)
             # the index first: it reads the current rows these replace
             index = maintain.IndexBatch(self._conn)
             numbers = index.replace(in_key_order, new_records)
@@ -238,28 +242,32 @@ class PythonEngine:
         _SETCONFIG(self._conn, _ENABLE_TRIGGER, on)
         self._conn.execute(f"PRAGMA ignore_check_constraints = {int(not on)}")
 
-    def _latest_seqs(self, records: list[Record]) -> dict[tuple[str, str], int]:
-        """The latest seq of each record of the batch (0: none yet): schema.LATEST_SEQ_SQL
+    def _latest_versions(self, records: list[Record]) -> dict[tuple[str, str], tuple[int, int | None, bool]]:
+        """The latest version of each record of the batch: its seq (0: none yet), its
+        chain_seq (None: none yet) and whether it is a tombstone. schema.LATEST_VERSION_SQL
         for a tenant's only record, else one statement per _SEQ_CHUNK records of a tenant
-        (the same query over an IN list)."""
-        seqs: dict[tuple[str, str], int] = {}
+        (the same lookups over IN lists)."""
+        latest: dict[tuple[str, str], tuple[int, int | None, bool]] = {}
         by_tenant: dict[str, list[str]] = {}
         for r in records:
-            if (r.tenant, r.record_id) not in seqs:
-                seqs[r.tenant, r.record_id] = 0
+            if (r.tenant, r.record_id) not in latest:
+                latest[r.tenant, r.record_id] = (0, None, False)
                 by_tenant.setdefault(r.tenant, []).append(r.record_id)
         for tenant, ids in by_tenant.items():
             if len(ids) == 1:  # one put: a 200-id IN list would cost more than the lookup
-                seqs[tenant, ids[0]] = (
-                    self._conn.execute(schema.LATEST_SEQ_SQL, (tenant, ids[0])).fetchone()[0] or 0
-                )
+                row = self._conn.execute(
+                    schema.LATEST_VERSION_SQL, (tenant, tenant, ids[0], tenant, ids[0])
+                ).fetchone()
+                if row is not None:
+                    latest[tenant, ids[0]] = (row[0], row[1], bool(row[2]))
                 continue
             for i in range(0, len(ids), _SEQ_CHUNK):
                 chunk = ids[i : i + _SEQ_CHUNK]
                 chunk += chunk[:1] * (_SEQ_CHUNK - len(chunk))  # one statement text: cached
-                for record_id, seq in self._conn.execute(_LATEST_SEQS_SQL, (tenant, *chunk)):
-                    seqs[tenant, record_id] = seq
-        return seqs
+                rows = self._conn.execute(_LATEST_VERSIONS_SQL, (tenant, *chunk, tenant, *chunk, tenant))
+                for record_id, seq, chain_seq, forgotten in rows:
+                    latest[tenant, record_id] = (seq, chain_seq, bool(forgotten))
+        return latest
 
     def forget(self, tenant: str, record_id: str) -> bool:
         with _sqlite_errors("forget", writing=True):
@@ -381,10 +389,16 @@ def _statements(sql: str) -> list[str]:
 
 
 _SEQ_CHUNK = 200
-_LATEST_SEQS_SQL = (
-    "SELECT record_id, max(seq) FROM evidence_versions WHERE tenant = ? AND record_id IN ("
-    + ", ".join("?" * _SEQ_CHUNK)
-    + ") GROUP BY record_id"
+_IDS = ", ".join("?" * _SEQ_CHUNK)
+# schema.LATEST_VERSION_SQL for _SEQ_CHUNK records of one tenant.
+_LATEST_VERSIONS_SQL = (
+    "SELECT latest.record_id, v.seq, latest.chain_seq, latest.forgotten FROM"
+    " (SELECT record_id, chain_seq, 0 AS forgotten"
+    f" FROM evidence_current INDEXED BY evidence_current_by_record WHERE tenant = ? AND record_id IN ({_IDS})"
+    " UNION ALL"
+    " SELECT record_id, chain_seq, 1 FROM evidence_forgotten"
+    f" WHERE tenant = ? AND record_id IN ({_IDS})) AS latest"
+    " JOIN evidence_versions AS v ON v.tenant = ? AND v.chain_seq = latest.chain_seq"
 )
 
 
