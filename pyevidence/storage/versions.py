@@ -117,10 +117,11 @@ def verify(reader: Reader, tenant: str) -> Verification:
     chain = [Version(*row[:-1]) for row in rows]
     breaks = _chain_breaks(tenant, chain, [row[-1] for row in rows])
     current = reader.select(CURRENT_SQL, (tenant,))
+    latest = {version.record_id: version for version in chain}  # chain order: the last one wins
     if not breaks:
-        breaks = _current_breaks(chain, current)
+        breaks = _current_breaks(latest, current)
     if not breaks:
-        breaks = _forgotten_breaks(chain, reader.select(FORGOTTEN_SQL, (tenant,)))
+        breaks = _forgotten_breaks(latest, reader.select(FORGOTTEN_SQL, (tenant,)))
     return Verification(
         tenant=tenant,
         ok=not breaks,
@@ -186,8 +187,8 @@ def _chain_breaks(tenant: str, chain: list[Version], links: list[int | None]) ->
     return [found for _, found in sorted(breaks, key=lambda pair: pair[0])]
 
 
-def _current_breaks(chain: list[Version], current: list[tuple[Any, ...]]) -> list[ChainBreak]:
-    latest = {version.record_id: version for version in chain}  # chain order: the last one wins
+def _current_breaks(latest: dict[str, Version], current: list[tuple[Any, ...]]) -> list[ChainBreak]:
+    """The current rows against each record's latest version."""
     breaks = []
     seen = set()
     for record_id, seq, digest, revision, kind, body, source, expires_at in current:
@@ -210,10 +211,9 @@ def _current_breaks(chain: list[Version], current: list[tuple[Any, ...]]) -> lis
     return breaks
 
 
-def _forgotten_breaks(chain: list[Version], forgotten: list[tuple[Any, ...]]) -> list[ChainBreak]:
-    """evidence_forgotten against the chain: one row for each record whose latest version
-    is a tombstone, naming that tombstone, and no other."""
-    latest = {version.record_id: version for version in chain}  # chain order: the last one wins
+def _forgotten_breaks(latest: dict[str, Version], forgotten: list[tuple[Any, ...]]) -> list[ChainBreak]:
+    """evidence_forgotten against each record's latest version: one row for each record whose
+    latest version is a tombstone, naming that tombstone, and no other."""
     named = dict(forgotten)
     breaks = []
     for record_id, version in sorted(latest.items()):
