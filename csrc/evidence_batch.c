@@ -9,8 +9,9 @@
 **   2. every version is hashed here, with evidence_sha256()'s encoding
 **      (evidence_hash.h), and appended to evidence_versions in chain order;
 **   3. the current row of each record is written once, for its last version in
-**      the batch, in evidence_current's primary-key order: a clustered table takes rows
-**      in key order about twice as fast as in random order.
+**      the batch, in (tenant, revision, expires_at, record_id) order, in which the
+**      token index numbers the batch's new rows: they reach evidence_current, stored
+**      by (tenant, revision, doc), in its key order, at the end of their scope.
 **
 ** The rows are the trigger's, byte for byte: the same columns, hashes and chain
 ** (tests/test_write_path.py compares the two, on both engines). While the
@@ -345,8 +346,8 @@ static int compareText(const char *a, size_t na, const char *b, size_t nb) {
   return na < nb ? -1 : na > nb;
 }
 
-/* qsort's comparison of two records by evidence_current's primary key
-** (tenant, revision, expires_at, record_id). */
+/* qsort's comparison of two records in the order a batch writes them: (tenant,
+** revision, expires_at, record_id), the order the rebuild numbers a scope in too. */
 static int compareCurrentKey(const void *pa, const void *pb) {
   const EvidencePut *a = *(const EvidencePut *const *)pa;
   const EvidencePut *b = *(const EvidencePut *const *)pb;

@@ -20,8 +20,9 @@
 ** as in a STRICT INTEGER column (hosts such as Node's better-sqlite3 bind every
 ** number as a real): 100.0 is 100, while 100.5, Inf and 2**63 are refused.
 ** The rows are one range of the current pointer evidence_current, stored in
-** (tenant, revision, expires_at) order: no other tenant's rows are touched, and
-** a query that reads no content column never reads the history.
+** (tenant, revision, doc) order, each checked for expires_at > now: no other
+** tenant's or revision's rows are touched, and a query that reads no content
+** column never reads the history.
 **
 ** How it works: an eponymous-only virtual table (it exists in every database
 ** without CREATE VIRTUAL TABLE) whose arguments bind to three HIDDEN columns

@@ -6,14 +6,13 @@
 ** the index triggers of schema.sql step aside. The result is the index those
 ** triggers would leave after the same writes, byte for byte (schema.sql, "The
 ** token index", defines the rules; tests/test_index_model.py compares): each record's
-** new current row, in evidence_current's primary-key order, takes the old one out (keeping
+** new current row, in (tenant, revision, expires_at, record_id) order, takes the old one out (keeping
 ** its document number within the same scope) and goes in. The difference is
 ** cost: each docset, expiry count and scope touched by the batch is read and
 ** written once, not once per record and token.
 **
 **   evidenceIndexRecord  reads the old current row, gives the new one its document
-**                        number, writes evidence_index_docs, and queues the
-**                        postings and expiry changes;
+**                        number, and queues the postings and expiry changes;
 **   evidenceIndexFinish  sorts the queues and applies them, then the scopes.
 */
 #include "evidence_index_write.h"
@@ -28,9 +27,6 @@ enum {
   IW_OLD_ROW,
   IW_SCOPE,
   IW_MAX_SCOPE,
-  IW_DOC_INSERT,
-  IW_DOC_UPDATE,
-  IW_DOC_DELETE,
   IW_POSTING_READ,
   IW_POSTING_WRITE,
   IW_POSTING_DELETE,
@@ -48,17 +44,12 @@ enum {
 
 /* A docset's era is its chunk >> 3 (the CHECK of evidence_index_postings.era, schema.sql). */
 static const char *const azIwSql[N_IW_STMT] = {
-    /* the record's current row, its number, and the record the index holds under that number */
-    "SELECT c.revision, c.expires_at, v.body, c.doc, d.record_id FROM evidence_current AS c"
+    /* the record's current row and its number */
+    "SELECT c.revision, c.expires_at, v.body, c.doc FROM evidence_current AS c"
     " JOIN evidence_versions AS v ON v.tenant = c.tenant AND v.chain_seq = c.chain_seq"
-    " LEFT JOIN evidence_index_scopes AS s ON s.tenant = c.tenant AND s.revision = c.revision"
-    " LEFT JOIN evidence_index_docs AS d ON d.scope = s.scope AND d.doc = c.doc"
     " WHERE c.tenant = ?1 AND c.record_id = ?2",
     "SELECT scope, docs, next_doc FROM evidence_index_scopes WHERE tenant = ?1 AND revision = ?2",
     "SELECT coalesce(max(scope), 0) FROM evidence_index_scopes",
-    "INSERT INTO evidence_index_docs (scope, doc, record_id, expires_at) VALUES (?1, ?3, ?2, ?4)",
-    "UPDATE evidence_index_docs SET expires_at = ?4 WHERE scope = ?1 AND doc = ?3",
-    "DELETE FROM evidence_index_docs WHERE scope = ?1 AND doc = ?3",
     "SELECT docs FROM evidence_index_postings"
     " WHERE scope = ?1 AND era = ?3 >> 3 AND token = ?2 AND chunk = ?3",
     "INSERT INTO evidence_index_postings (scope, era, token, chunk, docs) VALUES (?1, ?3 >> 3, ?2, ?3, ?4)"
@@ -70,9 +61,11 @@ static const char *const azIwSql[N_IW_STMT] = {
     "DELETE FROM evidence_index_expiry WHERE scope = ?1 AND level = ?2 AND bucket = ?3",
     "INSERT INTO evidence_index_scopes (tenant, revision, scope, docs, next_doc) VALUES (?1, ?2, ?3, ?4, ?5)",
     "UPDATE evidence_index_scopes SET docs = ?2, next_doc = ?3 WHERE scope = ?1",
-    "SELECT c.tenant, c.revision, c.expires_at, c.record_id, v.body, c.doc FROM evidence_current AS c"
+    /* pyevidence/storage/index/maintain.py:_ALL_ROWS_SQL: the key's order, which IW_RENUMBER
+    ** has just made (tenant, revision, expires_at, record_id) order too */
+    "SELECT c.tenant, c.revision, c.expires_at, c.doc, v.body FROM evidence_current AS c"
     " JOIN evidence_versions AS v ON v.tenant = c.tenant AND v.chain_seq = c.chain_seq"
-    " ORDER BY c.tenant, c.revision, c.expires_at, c.record_id",
+    " ORDER BY c.tenant, c.revision, c.doc",
     /* pyevidence/storage/index/rebuild.py:RENUMBER_SQL */
     "UPDATE evidence_current SET doc = n.doc FROM (SELECT tenant, record_id, row_number() OVER"
     " (PARTITION BY tenant, revision ORDER BY expires_at, record_id) - 1 AS doc FROM evidence_current) AS n"
@@ -483,24 +476,12 @@ static int iwQueueExpiry(EvidenceIndexWriter *p, int64_t scope, int64_t expiresA
   return SQLITE_OK;
 }
 
-/* Writes document doc of scope (IW_DOC_INSERT, IW_DOC_UPDATE or IW_DOC_DELETE; each
-** statement uses the parameters it names). */
-static int iwDocRow(sqlite3 *db, EvidenceIndexWriter *p, int id, int64_t scope, const char *zId, size_t nId,
-                    int64_t doc, int64_t expiresAt) {
-  sqlite3_stmt *pStmt = 0;
-  int rc = iwStmt(db, p, id, &pStmt);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 1, scope);
-  if (rc == SQLITE_OK && id == IW_DOC_INSERT) rc = bindText(pStmt, 2, zId, nId);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(pStmt, 3, doc);
-  if (rc == SQLITE_OK && id != IW_DOC_DELETE) rc = sqlite3_bind_int64(pStmt, 4, expiresAt);
-  return iwRun(pStmt, rc);
-}
-
 /* The new current row, with body zBody[0..nBody), enters scope s as a new document,
 ** numbered *pDoc. */
-static int iwEnter(sqlite3 *db, EvidenceIndexWriter *p, IwScope *s, const char *zId, size_t nId,
-                   int64_t expiresAt, const unsigned char *zBody, size_t nBody, int64_t *pDoc) {
+static int iwEnter(EvidenceIndexWriter *p, IwScope *s, int64_t expiresAt, const unsigned char *zBody,
+                   size_t nBody, int64_t *pDoc) {
   int64_t doc = s->nextDoc;
+  IwEntering e;
   int rc;
   /* numbers at the limit only come from a raw write of next_doc (or 2^32 documents
   ** entered since the last rebuild, which renumbers): refused before any overflow */
@@ -508,15 +489,11 @@ static int iwEnter(sqlite3 *db, EvidenceIndexWriter *p, IwScope *s, const char *
   *pDoc = doc;
   s->nextDoc++;
   s->docs++;
-  rc = iwDocRow(db, p, IW_DOC_INSERT, s->scope, zId, nId, doc, expiresAt);
-  if (rc == SQLITE_OK) {
-    IwEntering e;
-    e.p = p;
-    e.s = s;
-    e.doc = doc;
-    e.stamp = ++p->nStamp;
-    rc = evidenceTokenize(zBody, nBody, iwEnterToken, &e);
-  }
+  e.p = p;
+  e.s = s;
+  e.doc = doc;
+  e.stamp = ++p->nStamp;
+  rc = evidenceTokenize(zBody, nBody, iwEnterToken, &e);
   if (rc == SQLITE_OK) rc = iwQueueExpiry(p, s->scope, expiresAt, 1);
   return rc;
 }
@@ -529,10 +506,8 @@ int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant,
   IwScope *pNew = 0, *pWas = 0;
   const unsigned char *zBody = (const unsigned char *)body;
   int64_t oldExpires = 0, doc = 0;
-  int bHeld = 0;
   int rc = iwScope(db, p, tenant, tenant_len, revision, revision_len, 1, &pNew);
-  if (rc == SQLITE_OK && bNew)
-    return iwEnter(db, p, pNew, record_id, record_id_len, expires_at, zBody, body_len, pDoc);
+  if (rc == SQLITE_OK && bNew) return iwEnter(p, pNew, expires_at, zBody, body_len, pDoc);
   if (rc == SQLITE_OK) rc = iwStmt(db, p, IW_OLD_ROW, &pOld);
   if (rc != SQLITE_OK) return rc;
   rc = bindText(pOld, 1, tenant, tenant_len);
@@ -540,19 +515,16 @@ int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant,
   if (rc == SQLITE_OK) rc = sqlite3_step(pOld);
   if (rc == SQLITE_DONE) {
     sqlite3_reset(pOld);
-    return iwEnter(db, p, pNew, record_id, record_id_len, expires_at, zBody, body_len, pDoc);
+    return iwEnter(p, pNew, expires_at, zBody, body_len, pDoc);
   }
   if (rc != SQLITE_ROW) {
     sqlite3_reset(pOld);
     return rc;
   }
   /* The record has a current row: its old body's tokens, scope and document number,
-  ** which the index must hold for this record. */
+  ** which the index must have given. */
   oldExpires = sqlite3_column_int64(pOld, 1);
   doc = sqlite3_column_int64(pOld, 3);
-  bHeld = sqlite3_column_type(pOld, 4) == SQLITE_TEXT &&
-          sameText((const char *)sqlite3_column_text(pOld, 4), (size_t)sqlite3_column_bytes(pOld, 4),
-                   record_id, record_id_len);
   rc = evidenceTokenListBuild(&p->oldTokens, sqlite3_column_text(pOld, 2),
                               (size_t)sqlite3_column_bytes(pOld, 2));
   if (rc == SQLITE_OK) {
@@ -560,7 +532,8 @@ int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant,
                  (size_t)sqlite3_column_bytes(pOld, 0), 0, &pWas);
   }
   sqlite3_reset(pOld);
-  if (rc == SQLITE_OK && (pWas == 0 || !bHeld)) rc = iwBroken(p);
+  /* a number the index never gave: pyevidence/storage/index/maintain.py checks the same */
+  if (rc == SQLITE_OK && (pWas == 0 || doc < 0 || doc >= pWas->nextDoc)) rc = iwBroken(p);
   /* pNew again: looking up the old scope may have moved the scope array */
   if (rc == SQLITE_OK) rc = iwScope(db, p, tenant, tenant_len, revision, revision_len, 1, &pNew);
   if (rc != SQLITE_OK) return rc;
@@ -569,8 +542,7 @@ int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant,
     rc = evidenceTokenListBuild(&p->newTokens, zBody, body_len);
     if (rc == SQLITE_OK) rc = iwQueueDifference(p, pNew, doc);
     if (rc == SQLITE_OK && oldExpires != expires_at) {
-      rc = iwDocRow(db, p, IW_DOC_UPDATE, pNew->scope, record_id, record_id_len, doc, expires_at);
-      if (rc == SQLITE_OK) rc = iwQueueExpiry(p, pNew->scope, oldExpires, -1);
+      rc = iwQueueExpiry(p, pNew->scope, oldExpires, -1);
       if (rc == SQLITE_OK) rc = iwQueueExpiry(p, pNew->scope, expires_at, 1);
     }
     return rc;
@@ -578,9 +550,8 @@ int evidenceIndexRecord(sqlite3 *db, EvidenceIndexWriter *p, const char *tenant,
   /* another revision: out of the old scope, into the new one */
   rc = iwQueueAll(p, pWas, doc, &p->oldTokens, 0);
   if (rc == SQLITE_OK) rc = iwQueueExpiry(p, pWas->scope, oldExpires, -1);
-  if (rc == SQLITE_OK) rc = iwDocRow(db, p, IW_DOC_DELETE, pWas->scope, record_id, record_id_len, doc, 0);
   pWas->docs--;
-  if (rc == SQLITE_OK) rc = iwEnter(db, p, pNew, record_id, record_id_len, expires_at, zBody, body_len, pDoc);
+  if (rc == SQLITE_OK) rc = iwEnter(p, pNew, expires_at, zBody, body_len, pDoc);
   return rc;
 }
 
@@ -897,7 +868,7 @@ int evidenceIndexRebuild(sqlite3 *db, EvidenceIndexWriter *p, int (*xProgress)(v
                          void *pArg) {
   static const char zEmpty[] =
       "DELETE FROM evidence_index_postings; DELETE FROM evidence_index_expiry;"
-      " DELETE FROM evidence_index_docs; DELETE FROM evidence_index_scopes;";
+      " DELETE FROM evidence_index_scopes;";
   sqlite3_stmt *pStmt = 0, *pAll = 0;
   int64_t nTotal = 0, nDone = 0;
   int rc = sqlite3_prepare_v2(db, "SELECT count(*) FROM evidence", -1, &pStmt, 0);
@@ -919,10 +890,9 @@ int evidenceIndexRebuild(sqlite3 *db, EvidenceIndexWriter *p, int (*xProgress)(v
       const unsigned char *zBody = sqlite3_column_text(pAll, 4);
       size_t nBody = (size_t)sqlite3_column_bytes(pAll, 4);
       int64_t doc = -1;
-      rc = iwEnter(db, p, s, (const char *)sqlite3_column_text(pAll, 3),
-                   (size_t)sqlite3_column_bytes(pAll, 3), sqlite3_column_int64(pAll, 2), zBody, nBody, &doc);
+      rc = iwEnter(p, s, sqlite3_column_int64(pAll, 2), zBody, nBody, &doc);
       /* the renumbering above gave the row this number: the same order */
-      if (rc == SQLITE_OK && doc != sqlite3_column_int64(pAll, 5)) rc = iwBroken(p);
+      if (rc == SQLITE_OK && doc != sqlite3_column_int64(pAll, 3)) rc = iwBroken(p);
     }
     if (rc == SQLITE_OK && ++nDone % REBUILD_STEP == 0) {
       rc = evidenceIndexFinish(db, p);

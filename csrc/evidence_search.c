@@ -37,12 +37,15 @@
 enum { S_SCOPE, S_EXPIRED, S_POSTINGS, S_DOC_BY_NUMBER, S_DOCS_IN_ORDER, N_S_STMT };
 
 static const char *const azSearchSql[N_S_STMT] = {
-    "SELECT s.scope, s.docs, s.next_doc, (SELECT max(d.doc) FROM \"%w\".evidence_index_docs AS d"
-    " WHERE d.scope = s.scope) FROM \"%w\".evidence_index_scopes AS s WHERE tenant = ?1 AND revision = ?2",
+    "SELECT s.scope, s.docs, s.next_doc, (SELECT max(c.doc) FROM \"%w\".evidence_current AS c"
+    " WHERE c.tenant = s.tenant AND c.revision = s.revision)"
+    " FROM \"%w\".evidence_index_scopes AS s WHERE s.tenant = ?1 AND s.revision = ?2",
     "SELECT coalesce(sum(rows), 0) FROM \"%w\".evidence_index_expiry"
     " WHERE scope = ?1 AND level = ?2 AND bucket BETWEEN ?3 AND ?4",
     "SELECT chunk, docs FROM \"%w\".evidence_index_postings WHERE scope = ?1 AND era = ?3 AND token = ?2",
-    "SELECT expires_at, record_id FROM \"%w\".evidence_index_docs WHERE scope = ?1 AND doc = ?2",
+    /* a document's record, by evidence_current's key (schema version 12) */
+    "SELECT expires_at, record_id FROM \"%w\".evidence_current WHERE tenant = ?1 AND revision = ?2 AND doc = "
+    "?3",
     /* the scope's rows in record_id order: evidence_current's index by record covers it */
     "SELECT record_id, doc, expires_at FROM \"%w\".evidence_current WHERE tenant = ?1 AND revision = ?2"
     " ORDER BY record_id",
@@ -310,8 +313,9 @@ static int searchTiedFew(Search *s, int64_t score, int64_t nTied) {
     while (rc == SQLITE_OK && m) {
       int64_t doc = (int64_t)(i * 64 + (size_t)__builtin_ctzll(m));
       m &= m - 1;
-      sqlite3_bind_int64(pStmt, 1, s->scope);
-      sqlite3_bind_int64(pStmt, 2, doc);
+      sqlite3_bind_text64(pStmt, 1, s->zTenant, s->nTenant, SQLITE_STATIC, SQLITE_UTF8);
+      sqlite3_bind_text64(pStmt, 2, s->zRevision, s->nRevision, SQLITE_STATIC, SQLITE_UTF8);
+      sqlite3_bind_int64(pStmt, 3, doc);
       rc = sqlite3_step(pStmt);
       if (rc == SQLITE_ROW) {
         rc = sqlite3_column_int64(pStmt, 0) > s->now

@@ -27,6 +27,12 @@ until the segments are merged, which is not measured here. It also prints how ma
 rows the load wrote and how many the table holds at the end: a batch rewrites the docsets of
 the chunks it shares with the batches before it, and those rewrites are all that folding
 segments into the docsets later could save.
+
+With --current-by-doc it replays each batch once more, into a fourth store whose current rows
+are keyed by (tenant, revision, doc) and which has no evidence_index_docs: the engine's
+statements on evidence_current run on that table instead, and its writes of
+evidence_index_docs are left out. That is schema version 12's layout, measured before it was
+built (docs/performance.md, "Schema 12").
 """
 
 from __future__ import annotations
@@ -140,6 +146,29 @@ def _segment(appended: list[Any], segment: int, block_numbers: Iterator[int]) ->
     ]
 
 
+# The current rows keyed by document number (--current-by-doc): a stand-in for a layout in which
+# evidence_current is stored in (tenant, revision, doc) order and also maps a document number to
+# its record, so that evidence_index_docs is not needed. Its column names are evidence_current's,
+# so the engine's statements run on it with the table's name changed.
+_CURRENT_BY_DOC_DDL = (
+    "CREATE TABLE stand_in_current (tenant TEXT NOT NULL, revision TEXT NOT NULL, doc INTEGER NOT NULL,"
+    " record_id TEXT NOT NULL, expires_at INTEGER NOT NULL, chain_seq INTEGER NOT NULL,"
+    " PRIMARY KEY (tenant, revision, doc)) STRICT, WITHOUT ROWID",
+    "CREATE UNIQUE INDEX stand_in_current_by_record ON stand_in_current (tenant, record_id)",
+)
+
+
+def _as_current_by_doc(log: list[tuple[str, str, Any]]) -> list[tuple[str, str, Any]]:
+    """``log`` for the stand-in of --current-by-doc: no writes of evidence_index_docs, and
+    every other statement on stand_in_current instead of evidence_current."""
+    out = []
+    for how, sql, params in log:
+        if "evidence_index_docs" in sql and not sql.lstrip().upper().startswith("SELECT"):
+            continue
+        out.append((how, sql.replace("evidence_current", "stand_in_current"), params))
+    return out
+
+
 def _replay(
     conn: sqlite3.Connection, log: list[tuple[str, str, Any]], seconds: dict[str, float], rows: dict[str, int]
 ) -> None:
@@ -210,6 +239,11 @@ def main() -> None:
     )
     parser.add_argument("eligible", type=int, help="eligible records of the corpus (distractors are added)")
     parser.add_argument("--batch", type=int, default=10_000)
+    parser.add_argument(
+        "--current-by-doc",
+        action="store_true",
+        help="also replay into the stand-in of the current rows keyed by document number",
+    )
     args = parser.parse_args()
     if not python_engine.CAN_WRITE_UNCHECKED:
         sys.exit("this Python's sqlite3 has no setconfig: run the script with Python 3.12 or later")
@@ -223,6 +257,12 @@ def main() -> None:
         for ddl in _SEGMENT_DDL:
             segments.execute(ddl)
         segment_seconds: dict[str, float] = {}
+        by_doc_path = Path(tmp) / "current-by-doc.db"
+        by_doc = _replay_connection(by_doc_path) if args.current_by_doc else None
+        if by_doc is not None:
+            for ddl in _CURRENT_BY_DOC_DDL:
+                by_doc.execute(ddl)
+        by_doc_seconds: dict[str, float] = {}
         block_numbers = itertools.count(1)
         driver = sqlite3.connect(":memory:", isolation_level=None)
         driver_seconds = segment_driver_seconds = 0.0
@@ -253,8 +293,12 @@ def main() -> None:
                 as_segments = _as_segments(recorder.log, number, block_numbers)
                 _replay(segments, as_segments, segment_seconds, {})
                 segment_driver_seconds += _driver_seconds(driver, as_segments)
+                if by_doc is not None:
+                    _replay(by_doc, _as_current_by_doc(recorder.log), by_doc_seconds, {})
         replay.close()  # checkpoints the WAL
         segments.close()
+        if by_doc is not None:
+            by_doc.close()
         if _contents(replay_path) != _contents(Path(tmp) / "engine.db"):
             sys.exit("the replay's tables differ from the engine's: the figures would mean nothing")
         replay_seconds = sum(by_statement.values())
@@ -277,6 +321,12 @@ def main() -> None:
         _row("the layout floor (its statements replayed)", len(records) / replay_seconds, replay_path)
         segment_rate = len(records) / sum(segment_seconds.values())
         _row("the floor with the postings as segments", segment_rate, segments_path)
+        if by_doc is not None:
+            _row(
+                "the floor with current rows by document",
+                len(records) / sum(by_doc_seconds.values()),
+                by_doc_path,
+            )
         _row("the floor less the driver's part", len(records) / (replay_seconds - driver_seconds))
         segments_less_driver = sum(segment_seconds.values()) - segment_driver_seconds
         _row("the floor as segments less the driver's part", len(records) / segments_less_driver)

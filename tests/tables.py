@@ -19,6 +19,10 @@ def table_rows(path: Path, tables: Iterable[str]) -> dict[str, list[tuple[object
         conn.close()
 
 
+# The document numbers, which evidence_current holds for the index (schema version 12).
+DOCUMENTS = "(SELECT tenant, revision, doc, record_id FROM evidence_current)"
+
+
 def index_rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
-    """The token index's tables."""
-    return table_rows(path, INDEX_TABLES)
+    """The token index's tables, and each current row's document number."""
+    return table_rows(path, (*INDEX_TABLES, DOCUMENTS))

@@ -127,17 +127,18 @@ def inner_plan(conn: Any, outer_sql: str) -> str:
 @pytest.mark.parametrize(
     ("outer", "plan"),
     [
-        # Whole rows: one range of the current pointer, stored in eligibility order, and each
-        # row's version by its primary key (the history holds the one copy of each body).
+        # Whole rows: one range of the current pointer, the scope's rows (stored by document
+        # number, each checked for expiry), and each row's version by its primary key (the
+        # history holds the one copy of each body).
         (
             "SELECT record_id, body FROM evidence_eligible('team-a', 'v1', 100)",
-            "SEARCH c USING PRIMARY KEY (tenant=? AND revision=? AND expires_at>?)"
+            "SEARCH c USING PRIMARY KEY (tenant=? AND revision=?)"
             " SEARCH v USING PRIMARY KEY (tenant=? AND chain_seq=?) LEFT-JOIN",
         ),
         # No content read (a count): the range of the pointer alone, the history never touched.
         (
             "SELECT count(*) FROM evidence_eligible('team-a', 'v1', 100)",
-            "SEARCH c USING PRIMARY KEY (tenant=? AND revision=? AND expires_at>?)",
+            "SEARCH c USING PRIMARY KEY (tenant=? AND revision=?)",
         ),
     ],
 )

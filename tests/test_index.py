@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from damage import renumber
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
@@ -32,10 +33,11 @@ from pyevidence.storage.index import docsets
 
 INDEX_TABLES = (
     "evidence_index_scopes",
-    "evidence_index_docs",
     "evidence_index_postings",
     "evidence_index_expiry",
 )
+# the document numbers, which evidence_current holds for the index (schema version 12)
+DOCUMENT_NUMBERS = "(SELECT tenant, revision, doc, record_id FROM evidence_current)"
 MAX = 2**63 - 1
 
 TENANTS = st.sampled_from(["team-a", "team-b", "Team-A"])
@@ -61,11 +63,11 @@ def raw_connection(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def index_rows(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of the four index tables, in primary-key order: compared byte for byte."""
-    return {
-        table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall() for table in INDEX_TABLES
-    }
+def index_rows(conn: sqlite3.Connection, *, numbers: bool = True) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of the index tables, and (``numbers``) each current row's number: compared
+    byte for byte."""
+    tables = (*INDEX_TABLES, DOCUMENT_NUMBERS) if numbers else INDEX_TABLES
+    return {table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall() for table in tables}
 
 
 def logical_index(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -80,15 +82,14 @@ def logical_index(conn: sqlite3.Connection) -> dict[str, Any]:
     next_doc = {s: n for _, _, s, _, n in conn.execute("SELECT * FROM evidence_index_scopes")}
     by_number: dict[tuple[int, int], str] = {}
     records = {}
-    for scope, doc, record_id, expires_at in conn.execute("SELECT * FROM evidence_index_docs"):
+    numbered = {key: scope for scope, key in scopes.items()}
+    for tenant, revision, doc, expires_at, record_id in conn.execute(
+        "SELECT tenant, revision, doc, expires_at, record_id FROM evidence_current"
+    ):  # each current row's number: its own in its scope, one the scope has given
+        scope = numbered[tenant, revision]
         assert (scope, doc) not in by_number and doc < next_doc[scope]
         by_number[scope, doc] = record_id
-        records[(*scopes[scope], record_id)] = expires_at
-    numbered = {key: scope for scope, key in scopes.items()}
-    for tenant, revision, record_id, doc in conn.execute(
-        "SELECT tenant, revision, record_id, doc FROM evidence_current"
-    ):  # each current row's number is the one the index holds it under
-        assert by_number[numbered[tenant, revision], doc] == record_id
+        records[tenant, revision, record_id] = expires_at
     postings: dict[tuple[str, str, str], set[str]] = {}
     for scope, _, token, chunk, blob in conn.execute("SELECT * FROM evidence_index_postings"):
         bits = docsets.decode(blob)
@@ -274,13 +275,15 @@ def test_a_put_writes_the_rows_of_the_raw_sql_trigger_path(
                 raw.close()
 
 
-def _by_triggers(raw: sqlite3.Connection, batch: list[Record]) -> None:
+def _by_triggers(raw: sqlite3.Connection, batch: list[Record]) -> dict[tuple[str, str], tuple[str, int]]:
     """The index changes of put_many(batch) made by the SQL views, record by record: for
-    each record's last version, in evidence's key order, evidence_index_remove (keep =
-    same scope) of its current row, then evidence_index_add with the number the trigger
-    evidence_versions_point_the_current_row gives (the old one in the same scope, else the
-    scope's next). evidence itself is not changed: only the index tables are compared."""
+    each record's last version, in (tenant, revision, expires_at, record_id) order,
+    evidence_index_remove (keep = same scope) of its current row, then evidence_index_add
+    with the number the trigger evidence_versions_point_the_current_row gives (the old one in
+    the same scope, else the scope's next). evidence itself is not changed: returns the
+    revision and number each record's current row must have, (tenant, record_id) -> them."""
     last = {(r.tenant, r.record_id): r for r in batch}
+    numbered = {}
     for r in sorted(last.values(), key=lambda r: (r.tenant, r.revision, r.expires_at, r.record_id)):
         old = raw.execute(
             "SELECT c.revision, c.expires_at, v.body, c.doc FROM evidence_current AS c"
@@ -307,6 +310,8 @@ def _by_triggers(raw: sqlite3.Connection, batch: list[Record]) -> None:
             " VALUES (?, ?, ?, ?, ?, ?)",
             (r.tenant, r.revision, r.record_id, r.expires_at, doc, r.body),
         )
+        numbered[r.tenant, r.record_id] = (r.revision, doc)
+    return numbered
 
 
 def _same_as_triggers(tmp: Path, before: list[Record], batch: list[Record]) -> None:
@@ -319,10 +324,18 @@ def _same_as_triggers(tmp: Path, before: list[Record], batch: list[Record]) -> N
     raw = raw_connection(raw_path)
     try:
         raw.execute("BEGIN")
-        _by_triggers(raw, batch)
+        numbered = _by_triggers(raw, batch)
         mine = sqlite3.connect(engine_path)
         try:
-            assert index_rows(mine) == index_rows(raw)
+            assert index_rows(mine, numbers=False) == index_rows(raw, numbers=False)
+            for (tenant, record_id), expected in numbered.items():
+                assert (
+                    mine.execute(
+                        "SELECT revision, doc FROM evidence_current WHERE tenant = ? AND record_id = ?",
+                        (tenant, record_id),
+                    ).fetchone()
+                    == expected
+                )
             assert logical_index(mine) == rebuilt_index(mine)
         finally:
             mine.close()
@@ -445,7 +458,7 @@ def test_check_index_compares_bitsets_bit_by_bit(engine: str, tmp_path: Path) ->
     try:
         ((blob,),) = raw.execute("SELECT docs FROM evidence_index_postings WHERE token = 'common'")
         assert len(blob) == docsets.BITSET_BYTES
-        ((cleared,),) = raw.execute("SELECT record_id FROM evidence_index_docs WHERE doc = 5")
+        ((cleared,),) = raw.execute("SELECT record_id FROM evidence_current WHERE doc = 5")
         damaged = docsets.encode(docsets.decode(blob) ^ (1 << 5) | (1 << 400))
         raw.execute("UPDATE evidence_index_postings SET docs = ? WHERE token = 'common'", (damaged,))
     finally:
@@ -500,8 +513,7 @@ def test_document_numbers_at_the_end_of_the_integers_are_an_index_out_of_step(
             )
             assert [p.kind for p in store.check_index().problems] == ["next_doc_too_high"]
         for doc, next_doc in ((2**32, 2**32 + 1), (3, 3), (top - 1, top)):
-            raw.execute(f"UPDATE evidence_index_scopes SET next_doc = {next_doc}")
-            raw.execute(f"UPDATE evidence_index_docs SET doc = {doc} WHERE record_id = 'a2'")
+            renumber(raw, "t", "a2", doc, next_doc)
             with EvidenceStore(path, engine=engine) as store:
                 with pytest.raises(StoreError, match="rebuild it with `pyevidence reindex`"):
                     store.retrieve(**scope)

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tables import index_rows
+from damage import renumber_file
+from tables import DOCUMENTS, index_rows
 
 from pyevidence import EvidenceStore, Record, SchemaError
 from pyevidence.core.tokens import token_set
@@ -119,7 +120,7 @@ def test_a_version_4_store_is_upgraded_with_its_index_built(engine: str, tmp_pat
     v4_store(path)
     seen: list[tuple[int, int]] = []
     with EvidenceStore(path, engine=engine, progress=lambda done, total: seen.append((done, total))) as store:
-        assert user_version(path) == schema.SCHEMA_VERSION == 11
+        assert user_version(path) == schema.SCHEMA_VERSION == 12
         assert_index_is_correct(store, path)
     total = len(ROWS) + 1  # the moved record counts once, the forgotten one not at all
     assert seen[0] == (0, total) and seen[-1] == (total, total)
@@ -186,7 +187,7 @@ def test_the_batched_build_writes_what_the_one_statement_build_writes(
     conn.close()
     assert index_rows(path) == built[1] == built[2] == built[3] == built[10_000]
     assert [row[2:] for row in built[1]["evidence_index_scopes"]] == [(1, 4, 4), (2, 2, 2), (3, 2, 2)]
-    docs = [row[1] for row in built[1]["evidence_index_docs"] if row[0] == 1]
+    docs = [row[2] for row in built[1][DOCUMENTS] if row[:2] == ("team-a", "v1")]
     assert sorted(docs) == list(range(4))  # dense, 0..n-1
 
 
@@ -209,7 +210,7 @@ def test_a_failure_during_the_build_leaves_the_file_at_version_4(
     if engine == "native":
         return  # its build is C's (evidence_store_reindex); csrc/test/test_store.c fails it midway
     # an SQL error in the Python engine's build is reported as an upgrade that did not happen
-    monkeypatch.setattr(maintain, "_DOC_INSERT_SQL", "INSERT INTO no_such_table VALUES (?, ?, ?, ?)")
+    monkeypatch.setattr(maintain, "_SCOPE_INSERT_SQL", "INSERT INTO no_such_table VALUES (?, ?, ?, ?, ?)")
     with pytest.raises(
         SchemaError,
         match=rf"could not be upgraded from pyevidence schema version 4 to {schema.SCHEMA_VERSION} "
@@ -271,9 +272,10 @@ def corrupt(path: Path, *statements: str) -> None:
     conn.close()
 
 
-# The scope of team-a/v1 is 1; its documents are numbered in key order (tenant, revision,
-# expires_at, record_id): lag 0, nul 1, queue 2, turk 3 (moved left it, gone was forgotten).
-CORRUPTIONS = {
+# The scope of team-a/v1 is 1; its documents are numbered in (tenant, revision, expires_at,
+# record_id) order: lag 0, nul 1, queue 2, turk 3 (moved left it, gone was forgotten). A
+# damage is SQL statements, or a function of the file.
+CORRUPTIONS: dict[str, tuple[str, ...] | Callable[[Path], None]] = {
     "posting_missing": (
         "UPDATE evidence_index_postings SET docs = x'0000' WHERE scope = 1 AND token = 'queue'",
     ),
@@ -282,13 +284,10 @@ CORRUPTIONS = {
     "expiry_count_wrong": (
         "UPDATE evidence_index_expiry SET rows = rows + 1 WHERE scope = 1 AND level = 7 AND bucket = 0",
     ),
-    "doc_stale": ("INSERT INTO evidence_index_docs VALUES (1, 9, 'gone', 9)",),
-    "doc_missing": ("DELETE FROM evidence_index_docs WHERE scope = 1 AND record_id = 'turk'",),
+    "doc_shared": lambda path: renumber_file(path, "team-a", "nul", 0),
+    "doc_number_too_high": ("UPDATE evidence_index_scopes SET docs = 3, next_doc = 3 WHERE scope = 1",),
     "docset_not_canonical": (
         "UPDATE evidence_index_postings SET docs = x'02000000' WHERE scope = 1 AND token = 'queue'",
-    ),
-    "doc_expiry_wrong": (
-        "UPDATE evidence_index_docs SET expires_at = 1 WHERE scope = 1 AND record_id = 'nul'",
     ),
     "scope_missing": ("DELETE FROM evidence_index_scopes WHERE scope = 3",),
 }
@@ -302,7 +301,11 @@ def test_check_names_each_kind_of_damage_and_reindex_repairs_it(
     v4_store(path)
     EvidenceStore(path, engine=engine).close()
     healthy = index_rows(path)
-    corrupt(path, *CORRUPTIONS[kind])
+    damage = CORRUPTIONS[kind]
+    if callable(damage):
+        damage(path)
+    else:
+        corrupt(path, *damage)
     with EvidenceStore(path, engine=engine) as store:
         checked = store.check_index()
         assert not checked.ok and checked.problems_found == len(checked.problems) >= 1
@@ -323,11 +326,8 @@ def test_check_names_document_numbers_and_chunks_at_the_end_of_the_integers(
     v4_store(path)
     EvidenceStore(path, engine=engine).close()
     top = 2**63 - 1
-    corrupt(
-        path,
-        f"UPDATE evidence_index_docs SET doc = {top} WHERE scope = 1 AND record_id = 'turk'",
-        f"INSERT INTO evidence_index_postings VALUES (1, {top >> 3}, 'kelvin', {top}, x'0000')",
-    )
+    renumber_file(path, "team-a", "turk", top)
+    corrupt(path, f"INSERT INTO evidence_index_postings VALUES (1, {top >> 3}, 'kelvin', {top}, x'0000')")
     with EvidenceStore(path, engine=engine) as store:
         problems = {(p.kind, p.detail) for p in store.check_index().problems}
         assert ("doc_number_too_high", f"record 'turk' has document {top}, next_doc is 4") in problems
@@ -340,31 +340,19 @@ def test_check_names_document_numbers_and_chunks_at_the_end_of_the_integers(
         assert store.check_index().ok
 
 
-def test_a_stale_doc_row_is_named_with_its_record(engine: str, tmp_path: Path) -> None:
+def test_a_number_two_rows_hold_is_named_with_both(engine: str, tmp_path: Path) -> None:
     path = tmp_path / "v4.db"
     v4_store(path)
     EvidenceStore(path, engine=engine).close()
-    corrupt(path, "INSERT INTO evidence_index_docs VALUES (1, 9, 'gone', 9)")
+    renumber_file(path, "team-a", "turk", 0)
     with EvidenceStore(path, engine=engine) as store:
         problems = {(p.kind, p.tenant, p.revision, p.detail) for p in store.check_index().problems}
-    assert ("doc_stale", "team-a", "v1", "document 9 is record 'gone', not a current row here") in problems
-    assert (
-        "docs_count_wrong",
-        "team-a",
-        "v1",
-        "the scope row says 4 documents and the index has 5 document rows; the scope has 4 current rows",
-    ) in problems
-
-
-def test_a_number_the_index_gives_another_record_is_named_with_both(engine: str, tmp_path: Path) -> None:
-    path = tmp_path / "v4.db"
-    v4_store(path)
-    EvidenceStore(path, engine=engine).close()
-    corrupt(path, "UPDATE evidence_index_docs SET record_id = 'lag' WHERE scope = 1 AND record_id = 'turk'")
-    with EvidenceStore(path, engine=engine) as store:
-        problems = {(p.kind, p.detail) for p in store.check_index().problems}
-        assert ("doc_missing", "record 'turk' is document 3, which the index gives 'lag'") in problems
-        assert ("doc_stale", "document 3 is record 'lag', not a current row here") in problems
+        assert (
+            "doc_shared",
+            "team-a",
+            "v1",
+            "document 0 is held by 2 current rows, records 'lag' to 'turk'",
+        ) in problems
         store.reindex()
         assert store.check_index().ok
 
@@ -488,15 +476,13 @@ def test_the_renumbering_is_the_same_statement_in_c_and_python() -> None:
 
 
 def _numbers(path: Path) -> list[tuple[object, ...]]:
-    """Each current row's key and number, and the record the index holds under that number."""
+    """Each current row's tenant, revision, expiry, record_id and number, in the order a
+    rebuild numbers them."""
     conn = sqlite3.connect(path)
     try:
         return conn.execute(
-            "SELECT c.tenant, c.revision, c.expires_at, c.record_id, c.doc, d.record_id"
-            " FROM evidence_current AS c"
-            " LEFT JOIN evidence_index_scopes AS s ON s.tenant = c.tenant AND s.revision = c.revision"
-            " LEFT JOIN evidence_index_docs AS d ON d.scope = s.scope AND d.doc = c.doc"
-            " ORDER BY c.tenant, c.revision, c.expires_at, c.record_id"
+            "SELECT tenant, revision, expires_at, record_id, doc FROM evidence_current"
+            " ORDER BY tenant, revision, expires_at, record_id"
         ).fetchall()
     finally:
         conn.close()
@@ -504,7 +490,8 @@ def _numbers(path: Path) -> list[tuple[object, ...]]:
 
 def test_reindex_numbers_each_scopes_rows_anew_in_the_current_rows_too(engine: str, tmp_path: Path) -> None:
     """Moves and forgets leave gaps in a scope's numbers; a rebuild numbers each scope's rows
-    0, 1, ... in key order, in evidence_current and in the index alike, on every path."""
+    0, 1, ... in (expires_at, record_id) order, in evidence_current and in the index alike, on
+    every path."""
     paths = {}
     for how in ("engine", "generic"):
         path = paths[how] = tmp_path / f"{how}.db"
@@ -525,7 +512,7 @@ def test_reindex_numbers_each_scopes_rows_anew_in_the_current_rows_too(engine: s
             for i in range(1, 300, 5):
                 store.forget(tenant="t", record_id=f"r{i}")
             gaps = _numbers(path)
-            assert any(doc != place for place, (*_, doc, _) in enumerate(r for r in gaps if r[1] == "v1"))
+            assert any(doc != place for place, (*_, doc) in enumerate(r for r in gaps if r[1] == "v1"))
             if how == "engine":
                 store.reindex()
         if how == "generic":
@@ -539,7 +526,6 @@ def test_reindex_numbers_each_scopes_rows_anew_in_the_current_rows_too(engine: s
         for revision in ("v1", "v2"):
             rows = [r for r in numbered if r[1] == revision]
             assert [r[4] for r in rows] == list(range(len(rows))), (how, revision)
-            assert all(r[5] == r[3] for r in rows), how  # the index holds each row under its number
         with EvidenceStore(path, engine=engine) as store:
             assert store.check_index().ok
             store.put(

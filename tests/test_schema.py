@@ -93,7 +93,7 @@ def test_schema_has_version_and_reads_eligible_rows_in_one_range(raw: sqlite3.Co
     assert raw.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,)
     plan = raw.execute("EXPLAIN QUERY PLAN " + schema.ELIGIBLE_SQL, {"1": "t", "2": "v", "3": 0}).fetchall()
     detail = " ".join(row[-1] for row in plan)
-    assert "SEARCH c USING PRIMARY KEY (tenant=? AND revision=? AND expires_at>?)" in detail
+    assert "SEARCH c USING PRIMARY KEY (tenant=? AND revision=?)" in detail
 
 
 def test_schema_file_runs_twice_without_change(raw: sqlite3.Connection) -> None:

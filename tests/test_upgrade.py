@@ -4,8 +4,10 @@ exactly; version 7 lets the engines' own writer skip the current rows' checks; v
 stores the history's hashes as 32-byte blobs; version 9 keys the token index's postings by
 era first; version 10 keeps each current row's document number in evidence_current; version 11
 links each version to the record's version before it and names forgotten records' tombstones
-in evidence_forgotten, instead of a tree of the history keyed by record. A store of version 5,
-6, 7, 8, 9 or 10 upgrades in place with every row kept and everything still verifying."""
+in evidence_forgotten, instead of a tree of the history keyed by record; version 12 stores
+evidence_current by document number, which makes it the index's map from a number to its
+record in place of evidence_index_docs. A store of version 5, 6, 7, 8, 9, 10 or 11 upgrades in
+place with every row kept and everything still verifying."""
 
 from __future__ import annotations
 
@@ -29,7 +31,6 @@ TABLES = (
     "evidence_versions",
     "evidence_vectors",
     "evidence_index_scopes",
-    "evidence_index_docs",
     "evidence_index_postings",
     "evidence_index_expiry",
 )
@@ -69,7 +70,7 @@ def all_rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
     return table_rows(path, TABLES)
 
 
-@pytest.mark.parametrize("version", [5, 6, 7, 8, 9, 10])
+@pytest.mark.parametrize("version", [5, 6, 7, 8, 9, 10, 11])
 def test_an_earlier_store_is_upgraded_with_every_row_kept(engine: str, tmp_path: Path, version: int) -> None:
     path = tmp_path / f"v{version}.db"
     old_store(path, version)
@@ -92,7 +93,7 @@ def test_an_earlier_store_is_upgraded_with_every_row_kept(engine: str, tmp_path:
         )
     assert all_rows(path) != before  # the put above landed
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,) == (11,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,) == (12,)
         assert frozenset(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")) == (
             schema.expected_objects()
         )
@@ -125,25 +126,29 @@ def _record(record_id: str, body: str) -> Record:
     )
 
 
-@pytest.mark.parametrize("version", [5, 6, 7, 8, 9, 10])
+@pytest.mark.parametrize("version", [5, 6, 7, 8, 9, 10, 11])
 def test_the_upgrade_itself_changes_no_row(tmp_path: Path, version: int) -> None:
     """Every row stays; the hashes of the history are stored as their 32 bytes from
     version 8 on, and stand for the same hex digits; each docset gains its era (chunk >> 3)
     in version 9; in version 10 each current row keeps the number the index gave it, and
     the index's document rows are keyed by number; in version 11 each version names the
-    record's version before it, and each forgotten record its tombstone."""
+    record's version before it, and each forgotten record its tombstone; in version 12 the
+    index's document rows are gone, and evidence_current holds each of them: the same
+    (scope, number, record, expiry)."""
     path = tmp_path / f"v{version}.db"
     old_store(path, version)
     before = all_rows(path)
+    (documents_before,) = table_rows(path, ["evidence_index_docs"]).values()
     EvidenceStore(path, engine="python").close()
     after = all_rows(path)
     with sqlite3.connect(path) as conn:
-        numbered = conn.execute(
-            "SELECT c.record_id, c.doc, d.doc FROM evidence_current AS c"
+        documents = conn.execute(
+            "SELECT s.scope, c.doc, c.record_id, c.expires_at FROM evidence_current AS c"
             " JOIN evidence_index_scopes AS s ON s.tenant = c.tenant AND s.revision = c.revision"
-            " LEFT JOIN evidence_index_docs AS d ON d.scope = s.scope AND d.record_id = c.record_id"
+            " ORDER BY 1, 2, 3"
         ).fetchall()
         forgotten = conn.execute("SELECT * FROM evidence_forgotten").fetchall()
+        assert not conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'evidence_index_docs'").fetchall()
     conn.close()
     # previous: the chain position of the same record's version seq - 1, none for seq 1
     places = {(r[0], r[2], r[3]): r[1] for r in after["evidence_versions"]}
@@ -152,14 +157,15 @@ def test_the_upgrade_itself_changes_no_row(tmp_path: Path, version: int) -> None
     ]
     assert any(r[4] is not None for r in after["evidence_versions"])
     after["evidence_versions"] = [(*r[:4], *r[5:]) for r in after["evidence_versions"]]
+    if version >= 11:  # the links were there before: checked above, as after
+        before["evidence_versions"] = [(*r[:4], *r[5:]) for r in before["evidence_versions"]]
     tombstones = [r for r in after["evidence_versions"] if r[4] == "forget"]
     assert forgotten == [("team-a", "gone", tombstones[0][1])] and len(tombstones) == 1
-    assert len(numbered) == len(after["evidence"]) and all(mine == held for _, mine, held in numbered)
     if version < 10:  # keyed by record before version 10
-        before["evidence_index_docs"] = sorted(
-            (scope, doc, record_id, expires_at)
-            for scope, record_id, doc, expires_at in before["evidence_index_docs"]
-        )
+        documents_before = [
+            (scope, doc, record_id, expires) for scope, record_id, doc, expires in documents_before
+        ]
+    assert len(documents) == len(after["evidence"]) and documents == sorted(documents_before)
     hashes = [row[-2:] for row in after["evidence_versions"]]
     assert hashes and all(type(h) is bytes and len(h) == 32 for pair in hashes for h in pair)
     stored_as = bytes if version >= 8 else str

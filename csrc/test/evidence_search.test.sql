@@ -65,7 +65,7 @@ SELECT (SELECT group_concat(record_id || ':' || score, ',') FROM evidence_search
 -- A new version in the same scope keeps its document; a move and a forget free it.
 INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at) VALUES
   ('team-a', 'inc-old', 'v1', 'incident', 'disk full', 'incident://old', 5000);
-SELECT doc = 1 AND expires_at = 5000 FROM evidence_index_docs WHERE scope = 1 AND record_id = 'inc-old';
+SELECT doc = 1 AND expires_at = 5000 FROM evidence_current WHERE tenant = 'team-a' AND record_id = 'inc-old';
 SELECT group_concat(record_id, ',') = 'inc-old' FROM evidence_search('team-a', 'v1', 1000, 'disk queue', 5);
 INSERT INTO evidence_put (tenant, record_id, revision, kind, body, source, expires_at) VALUES
   ('team-a', 'rb-queue', 'v2', 'runbook', 'queue backlog moved', 'runbook://queue/v2b', 1000);

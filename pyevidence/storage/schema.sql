@@ -1,4 +1,4 @@
--- pyevidence schema, version 11. The one definition of the storage layout:
+-- pyevidence schema, version 12. The one definition of the storage layout:
 -- both engines execute this file as-is, and so can a plain SQL user whose
 -- connection has the pyevidence extension loaded (the triggers call its
 -- evidence_sha256(), evidence_hash_bytes() and evidence_utf8_valid()):
@@ -7,8 +7,8 @@
 -- The records. evidence_versions is the history: every put of a (tenant,
 -- record_id) appends an immutable version, and every forget appends a
 -- tombstone; each tenant's versions form a hash chain. It holds the one copy of
--- every body. evidence_current points each live record at its latest version,
--- in eligibility order (see below), evidence_forgotten each forgotten record at its
+-- every body. evidence_current points each live record at its latest version
+-- (stored by the token index's scope and number, see below), evidence_forgotten each forgotten record at its
 -- tombstone, and the view evidence shows the current records with their content,
 -- read from the history. Writes go through the view
 -- evidence_put (INSERT = put) and DELETE FROM evidence (= forget); the
@@ -99,30 +99,38 @@ CREATE TABLE IF NOT EXISTS evidence_forgotten (
 ) STRICT, WITHOUT ROWID;
 
 -- The current pointer: one row per live record, naming its latest version by its
--- place in the tenant's chain. The rows are stored in eligibility order, so the
--- eligible rows of a (tenant, revision) at a time are one contiguous range of the
--- table, and they are small: the bodies stay in evidence_versions (schema version
--- 6; before it, this table held a second copy of each body, which doubled the
--- bytes every put wrote).
--- doc is the row's document number in the token index (see "The token index"
--- below; schema version 10: kept here, the index needs no tree of its own keyed
--- by record). It ends the primary key so that the index by record below, which
--- holds the key's columns, holds it too.
+-- place in the tenant's chain, and its document number in the token index (doc; see
+-- "The token index" below). The rows are small: the bodies stay in evidence_versions
+-- (schema version 6; before it, this table held a second copy of each body). They are
+-- stored by scope and number, (tenant, revision, doc) (schema version 12), so that:
+--   * a number leads to its record by the key: the index needs no table of its own
+--     from numbers to records (until version 12, evidence_index_docs);
+--   * a scope numbers the rows it gains upwards, so a batch's new rows go at the end
+--     of their scope's range, not at random places all over the table (at a million
+--     records, a batch of 10,000 dirtied most of the table's pages);
+--   * the eligible rows of a (tenant, revision) are still one range of the table,
+--     read with expires_at > now checked on each row.
+-- expires_at and record_id end the key. The index by record below holds the key's
+-- columns, so a walk of a scope's records in record_id order (the token search's, for
+-- many tied documents) reads their expiry and number from that index alone. And a
+-- number is unique in its scope by the rules that give it (the triggers below, the
+-- writers), not by the key: the rebuild renumbers a scope in one statement, during
+-- which two rows may briefly hold the same number.
 CREATE TABLE IF NOT EXISTS evidence_current (
   tenant     TEXT    NOT NULL,
   revision   TEXT    NOT NULL,
+  doc        INTEGER NOT NULL CHECK (doc BETWEEN 0 AND 4294967295),
   expires_at INTEGER NOT NULL,
   record_id  TEXT    NOT NULL,
-  doc        INTEGER NOT NULL CHECK (doc BETWEEN 0 AND 4294967295),
   chain_seq  INTEGER NOT NULL,
-  PRIMARY KEY (tenant, revision, expires_at, record_id, doc)
+  PRIMARY KEY (tenant, revision, doc, expires_at, record_id)
 ) STRICT, WITHOUT ROWID;
 
 -- The identity of a record: one row per (tenant, record_id). An index of its own rather
 -- than a UNIQUE constraint of the table: SQLite 3.40 reads the key's columns from the
 -- index it makes for a constraint only after a seek of the row, and from this one
 -- without, so a walk of a tenant's records in record_id order (the token search's, for
--- many tied documents) reads their revision, expiry and number from the index alone.
+-- many tied documents) reads their revision, number and expiry from the index alone.
 CREATE UNIQUE INDEX IF NOT EXISTS evidence_current_by_record ON evidence_current (tenant, record_id);
 
 -- The current records with their content: what retrieve, the citations and raw SQL
@@ -325,8 +333,9 @@ END;
 -- evidence_versions_point_the_current_row gives it: the number the record has if it
 -- stays in its scope, else the scope's next (0 in a scope the index does not hold
 -- yet). BEFORE, so that a refused number never reaches the index. The one other
--- change allowed renumbers a record the index does not hold: the rebuild empties
--- the index, numbers every scope's rows 0, 1, ... anew, then enters them.
+-- change allowed renumbers a row of a scope the index does not hold: the rebuild
+-- empties the index, its scopes included, numbers every scope's rows 0, 1, ...
+-- anew, then enters them.
 CREATE TRIGGER IF NOT EXISTS evidence_current_insert_is_numbered BEFORE INSERT ON evidence_current
 WHEN NOT evidence_writer_vouches() AND NEW.doc IS NOT coalesce(
        (SELECT doc FROM evidence_current
@@ -342,9 +351,7 @@ WHEN NOT evidence_writer_vouches()
                          THEN OLD.doc
                          ELSE coalesce((SELECT next_doc FROM evidence_index_scopes
                                          WHERE tenant = NEW.tenant AND revision = NEW.revision), 0) END
- AND EXISTS (SELECT 1 FROM evidence_index_scopes AS s JOIN evidence_index_docs AS d ON d.scope = s.scope
-              WHERE s.tenant = OLD.tenant AND s.revision = OLD.revision AND d.doc = OLD.doc
-                AND d.record_id = OLD.record_id)
+ AND EXISTS (SELECT 1 FROM evidence_index_scopes WHERE tenant = OLD.tenant AND revision = OLD.revision)
 BEGIN
   SELECT RAISE(ABORT, 'evidence rows are written through the evidence_put view (INSERT INTO evidence_put ...)');
 END;
@@ -509,7 +516,8 @@ END;
 --     the scope's next_doc when it enters the scope; a new version in the same
 --     scope keeps it, a move to another revision or a forget frees it (numbers
 --     are not reused: `pyevidence reindex` renumbers each scope's rows 0, 1, ...
---     in evidence_current's primary-key order, in evidence_current too);
+--     in (expires_at, record_id) order); evidence_current, stored by number, is
+--     also the index's map from a number to its record;
 --   * postings: for each distinct token of the body (the token rule,
 --     pyevidence/core/tokens.py), the document's bit in the docset of
 --     (scope, era, token, chunk) with chunk = doc >> 12 and era = doc >> 15; a
@@ -521,7 +529,7 @@ END;
 --     expires_at >> (8 * level) is bucket, so that the rows with expires_at <= now
 --     are counted from at most 8 * 255 + 1 rows, without reading the records;
 --   * a batch (put_many) applies these rules to the last version of each of its
---     records, in evidence's primary-key order.
+--     records, in (tenant, revision, expires_at, record_id) order.
 CREATE TABLE IF NOT EXISTS evidence_index_scopes (
   tenant   TEXT    NOT NULL,
   revision TEXT    NOT NULL,
@@ -529,17 +537,6 @@ CREATE TABLE IF NOT EXISTS evidence_index_scopes (
   docs     INTEGER NOT NULL CHECK (docs >= 0),      -- current rows in the scope
   next_doc INTEGER NOT NULL CHECK (next_doc >= docs), -- the number the next row gets
   PRIMARY KEY (tenant, revision)
-) STRICT, WITHOUT ROWID;
-
--- From a document number to its record, and whether it has expired. Keyed by number,
--- so the documents a scope gains go at the end of its range (schema version 10;
--- before it, this table was keyed by record, and a second tree by number).
-CREATE TABLE IF NOT EXISTS evidence_index_docs (
-  scope      INTEGER NOT NULL,
-  doc        INTEGER NOT NULL CHECK (doc >= 0),
-  record_id  TEXT    NOT NULL,
-  expires_at INTEGER NOT NULL,
-  PRIMARY KEY (scope, doc)
 ) STRICT, WITHOUT ROWID;
 
 -- The postings are kept in eras of 8 chunks (32,768 documents): era = chunk >> 3
@@ -580,11 +577,6 @@ BEGIN
   INSERT INTO evidence_index_scopes (tenant, revision, scope, docs, next_doc)
     SELECT NEW.tenant, NEW.revision, coalesce(max(scope), 0) + 1, 0, 0 FROM evidence_index_scopes WHERE true
     ON CONFLICT (tenant, revision) DO NOTHING;
-  -- A kept number's row is its record's already: only expires_at can change.
-  INSERT INTO evidence_index_docs (scope, doc, record_id, expires_at)
-    SELECT scope, NEW.doc, NEW.record_id, NEW.expires_at FROM evidence_index_scopes
-     WHERE tenant = NEW.tenant AND revision = NEW.revision
-    ON CONFLICT (scope, doc) DO UPDATE SET expires_at = excluded.expires_at WHERE record_id = excluded.record_id;
   -- A row given next_doc (a kept one has a smaller number) counts.
   UPDATE evidence_index_scopes SET docs = docs + 1, next_doc = next_doc + 1
    WHERE tenant = NEW.tenant AND revision = NEW.revision AND next_doc = NEW.doc;
@@ -618,9 +610,6 @@ BEGIN
   UPDATE evidence_index_expiry SET rows = rows - 1
    WHERE scope = (SELECT scope FROM evidence_index_scopes WHERE tenant = NEW.tenant AND revision = NEW.revision)
      AND (level, bucket) IN (SELECT value, NEW.expires_at >> (8 * value) FROM json_each('[0,1,2,3,4,5,6,7]'));
-  DELETE FROM evidence_index_docs
-   WHERE NOT NEW.keep AND doc = NEW.doc AND record_id = NEW.record_id
-     AND scope = (SELECT scope FROM evidence_index_scopes WHERE tenant = NEW.tenant AND revision = NEW.revision);
   UPDATE evidence_index_scopes SET docs = docs - 1
    WHERE NOT NEW.keep AND tenant = NEW.tenant AND revision = NEW.revision;
 END;
@@ -653,4 +642,4 @@ BEGIN
     FROM evidence_versions WHERE tenant = NEW.tenant AND chain_seq = NEW.chain_seq;
 END;
 
-PRAGMA user_version = 11;
+PRAGMA user_version = 12;

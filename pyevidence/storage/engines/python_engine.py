@@ -172,7 +172,7 @@ class PythonEngine:
         schema.PUT_SQL's trigger would write for each record in turn. Each tenant's
         chain head and each record's latest version are read once; the versions are
         appended in chain order; each record's current row is written once, for its
-        last version, in the primary-key order of evidence."""
+        last version, in (tenant, revision, expires_at, record_id) order."""
         execute = self._conn.execute
         heads: dict[str, tuple[int, str]] = {}
         latest = self._latest_versions(records)
@@ -403,8 +403,9 @@ _LATEST_VERSIONS_SQL = (
 
 
 def _current_key(row: tuple[Any, ...]) -> tuple[str, str, int, str]:
-    """evidence_current's primary key (tenant, revision, expires_at, record_id) of a current row.
-    Python orders str by code point, which is the UTF-8 byte order SQLite's BINARY uses."""
+    """The order a batch writes its current rows in (tenant, revision, expires_at, record_id),
+    in which the index numbers the new ones (csrc/evidence_batch.c sorts the same). Python
+    orders str by code point, which is the UTF-8 byte order SQLite's BINARY uses."""
     return row[0], row[1], row[2], row[3]
 
 

@@ -2,7 +2,7 @@
 
 The same rules, and so the same table rows, as the schema's triggers (schema.sql,
 "The token index") and the native engine's csrc/evidence_index_write.c: each
-record's new current row, in evidence_current's primary-key order, takes its old row out
+record's new current row, in (tenant, revision, expires_at, record_id) order, takes its old row out
 (keeping its document number within the same scope) and goes in. As in C, the
 cost is per batch: the changes are queued, then each docset, expiry count and
 scope the batch touched is read and written once.
@@ -38,13 +38,10 @@ BROKEN = (
     "rebuild it with `pyevidence reindex`"
 )
 
-# A record's current row with its document number, and the record the index holds under
-# that number (NULL: none).
+# A record's current row with its document number.
 _OLD_ROW_SQL = (
-    "SELECT c.revision, c.expires_at, v.body, c.doc, d.record_id FROM evidence_current AS c"
+    "SELECT c.revision, c.expires_at, v.body, c.doc FROM evidence_current AS c"
     " JOIN evidence_versions AS v ON v.tenant = c.tenant AND v.chain_seq = c.chain_seq"
-    " LEFT JOIN evidence_index_scopes AS s ON s.tenant = c.tenant AND s.revision = c.revision"
-    " LEFT JOIN evidence_index_docs AS d ON d.scope = s.scope AND d.doc = c.doc"
     " WHERE c.tenant = ? AND c.record_id = ?"
 )
 _SCOPE_SQL = "SELECT scope, docs, next_doc FROM evidence_index_scopes WHERE tenant = ? AND revision = ?"
@@ -53,9 +50,6 @@ _SCOPE_INSERT_SQL = (
     "INSERT INTO evidence_index_scopes (tenant, revision, scope, docs, next_doc) VALUES (?, ?, ?, ?, ?)"
 )
 _SCOPE_UPDATE_SQL = "UPDATE evidence_index_scopes SET docs = ?, next_doc = ? WHERE scope = ?"
-_DOC_INSERT_SQL = "INSERT INTO evidence_index_docs (scope, doc, record_id, expires_at) VALUES (?, ?, ?, ?)"
-_DOC_UPDATE_SQL = "UPDATE evidence_index_docs SET expires_at = ? WHERE scope = ? AND doc = ?"
-_DOC_DELETE_SQL = "DELETE FROM evidence_index_docs WHERE scope = ? AND doc = ?"
 _READ_CHUNK = 100
 _POSTING_READ_ONE_SQL = (
     "SELECT token, docs FROM evidence_index_postings WHERE scope = ? AND era = ? AND chunk = ? AND token = ?"
@@ -90,10 +84,13 @@ _EXPIRY_ADD_SQL = (
     "INSERT INTO evidence_index_expiry (scope, level, bucket, rows) VALUES (?, ?, ?, ?)"
     " ON CONFLICT (scope, level, bucket) DO UPDATE SET rows = rows + excluded.rows"
 )
+# Every current row in the table's key order, which RENUMBER_SQL has just made the order
+# (tenant, revision, expires_at, record_id) too. The native rebuild reads the same
+# (csrc/evidence_index_write.c).
 _ALL_ROWS_SQL = (
-    "SELECT c.tenant, c.revision, c.expires_at, c.record_id, c.doc, v.body FROM evidence_current AS c"
+    "SELECT c.tenant, c.revision, c.expires_at, c.doc, v.body FROM evidence_current AS c"
     " JOIN evidence_versions AS v ON v.tenant = c.tenant AND v.chain_seq = c.chain_seq"
-    " ORDER BY c.tenant, c.revision, c.expires_at, c.record_id"
+    " ORDER BY c.tenant, c.revision, c.doc"
 )
 
 # A current row as _write holds it: tenant, revision, expires_at, record_id, then body at BODY.
@@ -136,9 +133,6 @@ class IndexBatch:
         self._adds: _Changes = {}  # kept documents gaining a token
         self._removes: _Changes = {}
         self._expiry: dict[tuple[int, int], int] = {}  # (scope, expires_at) -> rows gained
-        self._doc_inserts: list[tuple[int, int, str, int]] = []
-        self._doc_updates: list[tuple[int, int, int]] = []
-        self._doc_deletes: list[tuple[int, int]] = []
 
     # ---- queueing
 
@@ -146,7 +140,7 @@ class IndexBatch:
         self, rows: Sequence[Sequence[Any]], new_records: Set[tuple[str, str]] = frozenset()
     ) -> list[int]:
         """Each row (tenant, revision, expires_at, record_id, _, body, ...) is its
-        record's new current row, the rows in evidence_current's primary-key order, one per
+        record's new current row, the rows in (tenant, revision, expires_at, record_id) order, one per
         record: its old current row (still in evidence_current) goes out, it comes in.
         ``new_records`` are (tenant, record_id) keys the caller knows had no version
         before the batch, so no current row: they are not looked up. Returns each row's
@@ -160,18 +154,17 @@ class IndexBatch:
             assert new is not None
             was = old.get((tenant, record_id))
             if was is None:
-                numbers.append(self._enter(new, record_id, expires_at, tokens))
+                numbers.append(self._enter(new, expires_at, tokens))
                 continue
-            old_revision, old_expires, old_body, doc, held_by = was
+            old_revision, old_expires, old_body, doc = was
             before = self._scope(tenant, old_revision, create=False)
-            if before is None or held_by != record_id:  # the index does not hold the old row
+            if before is None or not 0 <= doc < before.next_doc:  # a number the index never gave
                 raise IndexBroken(BROKEN)
             old_tokens = token_set(old_body)
             if before is new:  # same scope: the document keeps its number
                 self._queue(self._adds, new.number, doc, tokens - old_tokens)
                 self._queue(self._removes, new.number, doc, old_tokens - tokens)
                 if old_expires != expires_at:
-                    self._doc_updates.append((expires_at, new.number, doc))
                     self._count_expiry(new.number, old_expires, -1)
                     self._count_expiry(new.number, expires_at, 1)
                 numbers.append(doc)
@@ -179,24 +172,22 @@ class IndexBatch:
             # another revision: out of the old scope, into the new one
             self._queue(self._removes, before.number, doc, old_tokens)
             self._count_expiry(before.number, old_expires, -1)
-            self._doc_deletes.append((before.number, doc))
             before.docs -= 1
-            numbers.append(self._enter(new, record_id, expires_at, tokens))
+            numbers.append(self._enter(new, expires_at, tokens))
         return numbers
 
-    def enter(self, tenant: str, revision: str, expires_at: int, record_id: str, body: str) -> int:
+    def enter(self, tenant: str, revision: str, expires_at: int, body: str) -> int:
         """A current row the index does not hold yet (the rebuild's step); its number."""
         scope = self._scope(tenant, revision, create=True)
         assert scope is not None
-        return self._enter(scope, record_id, expires_at, token_set(body))
+        return self._enter(scope, expires_at, token_set(body))
 
-    def _enter(self, scope: _Scope, record_id: str, expires_at: int, tokens: Iterable[str]) -> int:
+    def _enter(self, scope: _Scope, expires_at: int, tokens: Iterable[str]) -> int:
         doc = scope.next_doc
         if not 0 <= doc < docsets.DOC_NUMBER_LIMIT:  # as csrc/evidence_index_write.c, iwEnter()
             raise IndexBroken(BROKEN)
         scope.next_doc += 1
         scope.docs += 1
-        self._doc_inserts.append((scope.number, doc, record_id, expires_at))
         key = (scope.number, doc >> CHUNK_BITS)
         by_token = self._fresh.get(key)
         if by_token is None:
@@ -241,16 +232,13 @@ class IndexBatch:
         self._next_scope += 1
         return scope
 
-    def _old_rows(
-        self, rows: Sequence[Sequence[Any]]
-    ) -> dict[tuple[str, str], tuple[str, int, str, int, str | None]]:
+    def _old_rows(self, rows: Sequence[Sequence[Any]]) -> dict[tuple[str, str], tuple[str, int, str, int]]:
         """The current rows the batch replaces: (tenant, record_id) -> (revision,
-        expires_at, body, its document number, the record the index holds under that
-        number or None). One lookup a record, through evidence_current's UNIQUE
+        expires_at, body, its document number). One lookup a record, through evidence_current's UNIQUE
         (tenant, record_id): an IN list of many ids can lead the planner to a scan of
         the tenant's rows."""
         execute = self._conn.execute
-        old: dict[tuple[str, str], tuple[str, int, str, int, str | None]] = {}
+        old: dict[tuple[str, str], tuple[str, int, str, int]] = {}
         for row in rows:
             key = (row[0], row[3])
             found = execute(_OLD_ROW_SQL, key).fetchone()
@@ -262,13 +250,7 @@ class IndexBatch:
 
     def finish(self) -> None:
         """Writes the queued changes: each docset, expiry count and scope once."""
-        execute, executemany = self._conn.execute, self._conn.executemany
-        if self._doc_deletes:
-            executemany(_DOC_DELETE_SQL, self._doc_deletes)
-        if self._doc_updates:
-            executemany(_DOC_UPDATE_SQL, self._doc_updates)
-        if self._doc_inserts:
-            executemany(_DOC_INSERT_SQL, self._doc_inserts)
+        execute = self._conn.execute
         self._apply_postings()
         self._apply_expiry()
         for scope in sorted((s for s in self._scopes.values() if s is not None), key=lambda s: s.number):
@@ -285,7 +267,6 @@ class IndexBatch:
         self._scopes.clear()
         self._next_scope = 0
         self._fresh, self._adds, self._removes, self._expiry = {}, {}, {}, {}
-        self._doc_inserts, self._doc_updates, self._doc_deletes = [], [], []
 
     def _apply_postings(self) -> None:
         """Each touched docset written once, in the table's key order. One that only
@@ -428,8 +409,8 @@ def _unpacked(packed: bytearray | None) -> list[int]:
 
 
 def build(conn: sqlite3.Connection, progress: Progress | None = None, *, batch: int) -> IndexRebuild:
-    """The rebuild (INDEX_SPEC): the four tables emptied, then every current row entered
-    in evidence_current's primary-key order, ``batch`` rows between two flushes and two progress
+    """The rebuild (INDEX_SPEC): the index's tables emptied, then every current row entered
+    in (tenant, revision, expires_at, record_id) order, ``batch`` rows between two flushes and two progress
     reports: the same rows as rebuild.build, written a batch at a time."""
     if batch < 1:
         raise ValueError(f"batch must be 1 or more rows, not {batch}")
@@ -447,8 +428,8 @@ def build(conn: sqlite3.Connection, progress: Progress | None = None, *, batch: 
         some = rows.fetchmany(batch)
         if not some:
             break
-        for tenant, revision, expires_at, record_id, doc, body in some:
-            if writer.enter(tenant, revision, expires_at, record_id, body) != doc:
+        for tenant, revision, expires_at, doc, body in some:
+            if writer.enter(tenant, revision, expires_at, body) != doc:
                 raise IndexBroken(BROKEN)  # RENUMBER_SQL numbers in the same order
         writer.finish()
         done += len(some)

@@ -2,12 +2,13 @@
 and the upgrade to schema version 5 (docs/token-index.md).
 
 The generic build runs the schema's own SQL path, so it is right on any engine whose
-connection has the index's SQL functions: the four tables are emptied, every scope's
-current rows are numbered 0..n-1 in evidence_current's primary-key order (RENUMBER_SQL,
-which writes evidence_current.doc), then every current row is entered through the view
-evidence_index_add, in that order (INDEX_SPEC's rule: scopes come in (tenant, revision)
-order). It goes a batch of rows at a time, keyset-paginated over
-that key, so the caller can show progress; an engine may replace it with a faster
+connection has the index's SQL functions: the index's tables are emptied, every scope's
+current rows are numbered 0..n-1 in (expires_at, record_id) order (RENUMBER_SQL, which
+writes evidence_current.doc), then every current row is entered through the view
+evidence_index_add, in evidence_current's key order, which is then (tenant, revision,
+expires_at, record_id) order too (INDEX_SPEC's rule: scopes come in (tenant, revision)
+order). It goes a batch of rows at a time, keyset-paginated over (tenant, revision, doc),
+so the caller can show progress; an engine may replace it with a faster
 native build that writes the same rows. It runs inside the caller's transaction and
 never commits.
 """
@@ -28,12 +29,11 @@ Progress = Callable[[int, int], None]
 BATCH_ROWS = 10_000
 INDEX_TABLES = (
     "evidence_index_scopes",
-    "evidence_index_docs",
     "evidence_index_postings",
     "evidence_index_expiry",
 )
-# Every scope's current rows numbered 0, 1, ... in evidence_current's primary-key order,
-# once the index is empty (schema.sql allows a change of the number alone then). Only
+# Every scope's current rows numbered 0, 1, ... in (expires_at, record_id) order, once the
+# index is empty (schema.sql allows a change of the number alone then). Only
 # the rows whose number changes are written. The native rebuild runs the same text
 # (csrc/evidence_index_write.c; tests/test_index_rebuild.py keeps them equal).
 RENUMBER_SQL = (
@@ -42,10 +42,11 @@ RENUMBER_SQL = (
     " WHERE evidence_current.tenant = n.tenant AND evidence_current.record_id = n.record_id"
     " AND evidence_current.doc <> n.doc"
 )
-_KEY = "tenant, revision, expires_at, record_id"
-_C_KEY = "c.tenant, c.revision, c.expires_at, c.record_id"
+_KEY = "tenant, revision, doc"
+_C_KEY = "c.tenant, c.revision, c.doc"
 _ENTER = (
-    f"INSERT INTO evidence_index_add ({_KEY}, doc, body) SELECT {_C_KEY}, c.doc, v.body"
+    "INSERT INTO evidence_index_add (tenant, revision, expires_at, record_id, doc, body)"
+    " SELECT c.tenant, c.revision, c.expires_at, c.record_id, c.doc, v.body"
     " FROM evidence_current AS c"
     " JOIN evidence_versions AS v ON v.tenant = c.tenant AND v.chain_seq = c.chain_seq"
 )
@@ -58,15 +59,13 @@ BUILD_SCRIPT = (
 )
 
 # The last key of the next batch: the row BATCH rows on from the previous last key.
-_FIRST_LAST_SQL = f"SELECT {_KEY} FROM evidence ORDER BY {_KEY} LIMIT 1 OFFSET ?1"
+_FIRST_LAST_SQL = f"SELECT {_KEY} FROM evidence_current ORDER BY {_KEY} LIMIT 1 OFFSET ?1"
 _NEXT_LAST_SQL = (
-    f"SELECT {_KEY} FROM evidence WHERE ({_KEY}) > (?1, ?2, ?3, ?4) ORDER BY {_KEY} LIMIT 1 OFFSET ?5"
+    f"SELECT {_KEY} FROM evidence_current WHERE ({_KEY}) > (?1, ?2, ?3) ORDER BY {_KEY} LIMIT 1 OFFSET ?4"
 )
-_ENTER_FIRST_SQL = f"{_ENTER} WHERE ({_C_KEY}) <= (?1, ?2, ?3, ?4) ORDER BY {_C_KEY}"
-_ENTER_NEXT_SQL = (
-    f"{_ENTER} WHERE ({_C_KEY}) > (?1, ?2, ?3, ?4) AND ({_C_KEY}) <= (?5, ?6, ?7, ?8) ORDER BY {_C_KEY}"
-)
-_ENTER_REST_SQL = f"{_ENTER} WHERE ({_C_KEY}) > (?1, ?2, ?3, ?4) ORDER BY {_C_KEY}"
+_ENTER_FIRST_SQL = f"{_ENTER} WHERE ({_C_KEY}) <= (?1, ?2, ?3) ORDER BY {_C_KEY}"
+_ENTER_NEXT_SQL = f"{_ENTER} WHERE ({_C_KEY}) > (?1, ?2, ?3) AND ({_C_KEY}) <= (?4, ?5, ?6) ORDER BY {_C_KEY}"
+_ENTER_REST_SQL = f"{_ENTER} WHERE ({_C_KEY}) > (?1, ?2, ?3) ORDER BY {_C_KEY}"
 _ENTER_ALL_SQL = f"{_ENTER} ORDER BY {_C_KEY}"
 
 
@@ -108,7 +107,8 @@ def build(run: Run, progress: Progress | None = None, *, batch: int | None = Non
 def summary(run: Run, seconds: float) -> IndexRebuild:
     """What the index holds: its scopes, its documents and its postings rows."""
     ((scopes, records, postings),) = run(
-        "SELECT (SELECT count(*) FROM evidence_index_scopes), (SELECT count(*) FROM evidence_index_docs),"
+        "SELECT (SELECT count(*) FROM evidence_index_scopes),"
+        " (SELECT coalesce(sum(docs), 0) FROM evidence_index_scopes),"
         " (SELECT count(*) FROM evidence_index_postings)",
         (),
     )

@@ -28,8 +28,9 @@ from . import docsets
 OUT_OF_STEP = "the token index disagrees with the stored records; rebuild it with `pyevidence reindex`"
 
 _SCOPE_SQL = (
-    "SELECT s.scope, s.docs, s.next_doc, (SELECT max(d.doc) FROM evidence_index_docs AS d"
-    " WHERE d.scope = s.scope) FROM evidence_index_scopes AS s WHERE tenant = ? AND revision = ?"
+    "SELECT s.scope, s.docs, s.next_doc, (SELECT max(c.doc) FROM evidence_current AS c"
+    " WHERE c.tenant = s.tenant AND c.revision = s.revision)"
+    " FROM evidence_index_scopes AS s WHERE s.tenant = ? AND s.revision = ?"
 )
 _EXPIRED_SQL = (
     "SELECT coalesce(sum(rows), 0) FROM evidence_index_expiry"
@@ -42,7 +43,10 @@ _POSTINGS_SQL = (
     " SELECT p.chunk, p.docs FROM eras JOIN evidence_index_postings AS p"
     " ON p.scope = ? AND p.era = eras.era AND p.token = ?"
 )
-_DOC_BY_NUMBER_SQL = "SELECT expires_at, record_id FROM evidence_index_docs WHERE scope = ? AND doc = ?"
+# A document's record, by evidence_current's key (schema version 12).
+_DOC_BY_NUMBER_SQL = (
+    "SELECT expires_at, record_id FROM evidence_current WHERE tenant = ? AND revision = ? AND doc = ?"
+)
 # The scope's rows in record_id order, from evidence_current's index by record, which holds
 # the rest of the primary key, the number included, and covers the walk (schema.sql).
 _DOCS_IN_ORDER_SQL = (
@@ -91,7 +95,7 @@ def _search(
     if eligible == 0 or limit < 1 or not tokens or max_doc is None:
         return (), eligible
     planes = _scores(conn, scope, tokens, max_doc + 1)
-    ranked = _ranked(conn, (tenant, revision), scope, now, docs, planes, limit)
+    ranked = _ranked(conn, (tenant, revision), now, docs, planes, limit)
     hits = []
     for record_id, score in ranked:
         row = conn.execute(_RECORD_SQL, (tenant, record_id)).fetchone()
@@ -157,7 +161,6 @@ def _decoded(blob: bytes, chunk: int, chunks: int) -> int:
 def _ranked(
     conn: sqlite3.Connection,
     tenant_revision: tuple[str, str],
-    scope: int,
     now: int,
     docs: int,
     planes: list[int],
@@ -181,7 +184,7 @@ def _ranked(
         if count * count <= need * docs:  # a lookup per tied document
             found = []
             for doc in _members(marks):
-                row = conn.execute(_DOC_BY_NUMBER_SQL, (scope, doc)).fetchone()
+                row = conn.execute(_DOC_BY_NUMBER_SQL, (*tenant_revision, doc)).fetchone()
                 if row is None:
                     raise IndexOutOfStep(OUT_OF_STEP)
                 if row[0] > now:
