@@ -284,7 +284,7 @@ CORRUPTIONS: dict[str, tuple[str, ...] | Callable[[Path], None]] = {
     "expiry_count_wrong": (
         "UPDATE evidence_index_expiry SET rows = rows + 1 WHERE scope = 1 AND level = 7 AND bucket = 0",
     ),
-    "doc_shared": lambda path: renumber_file(path, "team-a", "nul", 0),
+    "doc_number_shared": lambda path: renumber_file(path, "team-a", "nul", 0),
     "doc_number_too_high": ("UPDATE evidence_index_scopes SET docs = 3, next_doc = 3 WHERE scope = 1",),
     "docset_not_canonical": (
         "UPDATE evidence_index_postings SET docs = x'02000000' WHERE scope = 1 AND token = 'queue'",
@@ -348,7 +348,7 @@ def test_a_number_two_rows_hold_is_named_with_both(engine: str, tmp_path: Path) 
     with EvidenceStore(path, engine=engine) as store:
         problems = {(p.kind, p.tenant, p.revision, p.detail) for p in store.check_index().problems}
         assert (
-            "doc_shared",
+            "doc_number_shared",
             "team-a",
             "v1",
             "document 0 is held by 2 current rows, records 'lag' to 'turk'",

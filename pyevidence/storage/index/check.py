@@ -143,7 +143,7 @@ def _check_scope(
         )
     for doc, count, first, last in _pages(run, _SHARED_SQL, _SHARED_AFTER, key, 1):
         found.add(
-            "doc_shared",
+            "doc_number_shared",
             key,
             f"document {doc} is held by {count} current rows, records {first!r} to {last!r}",
         )
