@@ -44,8 +44,8 @@ static const char *const azSearchSql[N_S_STMT] = {
     " WHERE scope = ?1 AND level = ?2 AND bucket BETWEEN ?3 AND ?4",
     "SELECT chunk, docs FROM \"%w\".evidence_index_postings WHERE scope = ?1 AND era = ?3 AND token = ?2",
     /* a document's record, by evidence_current's key (schema version 12) */
-    "SELECT expires_at, record_id FROM \"%w\".evidence_current WHERE tenant = ?1 AND revision = ?2 AND doc = "
-    "?3",
+    "SELECT expires_at, record_id FROM \"%w\".evidence_current"
+    " WHERE tenant = ?1 AND revision = ?2 AND doc = ?3",
     /* the scope's rows in record_id order: evidence_current's index by record covers it */
     "SELECT record_id, doc, expires_at FROM \"%w\".evidence_current WHERE tenant = ?1 AND revision = ?2"
     " ORDER BY record_id",

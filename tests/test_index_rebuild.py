@@ -469,10 +469,12 @@ def test_the_header_version_is_read_without_sqlite_and_only_from_database_files(
 
 
 def test_the_renumbering_is_the_same_statement_in_c_and_python() -> None:
+    """The renumbering, and the read of the rows in the order it numbers them."""
     from test_write_path import c_string_literals
 
     literals = c_string_literals(Path(__file__).parents[1] / "csrc" / "evidence_index_write.c")
     assert rebuild.RENUMBER_SQL in literals
+    assert maintain._ALL_ROWS_SQL in literals
 
 
 def _numbers(path: Path) -> list[tuple[object, ...]]:
