@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 from strategies import rich_text
+from tables import DOCUMENTS
 
 from pyevidence import EvidenceStore, Record, StoreError, ValidationError
 from pyevidence.core.tokens import token_set
@@ -36,8 +37,6 @@ INDEX_TABLES = (
     "evidence_index_postings",
     "evidence_index_expiry",
 )
-# the document numbers, which evidence_current holds for the index (schema version 12)
-DOCUMENT_NUMBERS = "(SELECT tenant, revision, doc, record_id FROM evidence_current)"
 MAX = 2**63 - 1
 
 TENANTS = st.sampled_from(["team-a", "team-b", "Team-A"])
@@ -66,7 +65,7 @@ def raw_connection(path: Path) -> sqlite3.Connection:
 def index_rows(conn: sqlite3.Connection, *, numbers: bool = True) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of the index tables, and (``numbers``) each current row's number: compared
     byte for byte."""
-    tables = (*INDEX_TABLES, DOCUMENT_NUMBERS) if numbers else INDEX_TABLES
+    tables = (*INDEX_TABLES, DOCUMENTS) if numbers else INDEX_TABLES
     return {table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall() for table in tables}
 
 
