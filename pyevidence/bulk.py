@@ -204,6 +204,11 @@ def check_file(
         name = "stdin"
     elif isinstance(source, (str, os.PathLike)):
         name = os.fsdecode(source)
+    elif isinstance(source, io.TextIOBase) or not callable(getattr(source, "read", None)):
+        got = "a text stream" if isinstance(source, io.TextIOBase) else type(source).__name__
+        raise ValidationError(
+            "source", f"must be a file path, '-' for stdin, or a file opened in binary mode ('rb'); got {got}"
+        )
     else:
         name = str(getattr(source, "name", "input"))
     chosen = _format_of(name, format)
@@ -369,11 +374,24 @@ Row = tuple[str, dict[str, Any] | Problem]
 _BOM = b"\xef\xbb\xbf"
 
 
-def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
-    for number, raw in enumerate(handle, start=1):
-        where = f"line {number}"
-        if number == 1 and raw.startswith(_BOM):
+def _lines(handle: IO[bytes]) -> Iterator[bytes]:
+    """The file's lines, each with its line ending: a line ends at \\n, \\r\\n or \\r (the
+    ending of Windows and of old Mac files). The first comes without a byte order mark."""
+    first = True
+    for raw in handle:  # each piece ends at a newline byte
+        if first and raw.startswith(_BOM):
             raw = raw[len(_BOM) :]
+        first = False
+        if b"\r" in raw:
+            yield from raw.splitlines(keepends=True)
+        else:
+            yield raw
+
+
+def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
+    # JSON escapes a line break inside a string, so no record spans two lines of any ending
+    for number, raw in enumerate(_lines(handle), start=1):
+        where = f"line {number}"
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -401,19 +419,15 @@ _WHOLE_NUMBER = re.compile(r"-?[0-9]{1,19}")
 def _text_lines(handle: IO[bytes], bad: list[tuple[int, int]]) -> Iterator[str]:
     """The file's lines, decoded one at a time, as csv reads them (a line ends at \\n, \\r\\n
     or \\r), the first without a byte order mark. A line that is not UTF-8 is noted in
-    ``bad`` as (its number, the offset of its first bad byte) and read as an empty line, so
-    reading goes on and every later line keeps its number."""
-    number = 0
-    for raw in handle:
-        if number == 0 and raw.startswith(_BOM):
-            raw = raw[len(_BOM) :]
-        for piece in raw.splitlines(keepends=True) if b"\r" in raw else (raw,):
-            number += 1
-            try:
-                yield piece.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                bad.append((number, exc.start))
-                yield "\n"
+    ``bad`` as (its number, the offset of its first bad byte) and read with each bad byte
+    replaced (U+FFFD), so that its quotes and commas still count: a line inside a quoted cell
+    still ends that cell, reading goes on, and every later line keeps its number."""
+    for number, piece in enumerate(_lines(handle), start=1):
+        try:
+            yield piece.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad.append((number, exc.start))
+            yield piece.decode("utf-8", errors="replace")
 
 
 def _not_utf8(bad: list[tuple[int, int]]) -> Iterator[Row]:

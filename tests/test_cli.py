@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pyevidence import EvidenceStore
 from pyevidence.interfaces.cli import main
 from pyevidence.storage import versions
 
@@ -174,6 +175,9 @@ def test_invalid_input_exits_2_and_names_the_field(
     assert code == 2
     assert captured.out == ""
     assert captured.err == "pyevidence: error: tenant: must not be empty or only whitespace\n"
+    assert not Path(db).exists()  # checked before the store is opened
+    with EvidenceStore(db) as store:
+        store.put(tenant="t", record_id="r", revision="v", kind="working", body="b", source="s", expires_at=1)
     code = main(
         [
             "retrieve",

@@ -429,7 +429,7 @@ def wal_foreign_file(path: Path) -> None:
 @pytest.mark.parametrize(
     ("make", "match"),
     [
-        (wal_foreign_file, "has no pyevidence schema"),
+        (wal_foreign_file, "is not a pyevidence database: it already holds notes"),
         (lambda path: shutil.copy(FIXTURES / "v2_store.db", path), "open it once without read_only=True"),
     ],
 )
@@ -448,6 +448,6 @@ def test_a_refused_read_only_open_through_a_symlink_creates_no_files(tmp_path: P
     wal_foreign_file(tmp_path / "real" / "ev.db")
     os.symlink(tmp_path / "real" / "ev.db", tmp_path / "link.db")
     before = snapshot(tmp_path)
-    with pytest.raises(SchemaError, match="has no pyevidence schema"):
+    with pytest.raises(SchemaError, match="is not a pyevidence database: it already holds notes"):
         EvidenceStore(tmp_path / "link.db", engine=engine, read_only=True)
     assert snapshot(tmp_path) == before

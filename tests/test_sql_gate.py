@@ -178,7 +178,7 @@ def test_sql_command_opens_read_only_and_leaves_an_empty_file_empty(tmp_path: Pa
     empty.touch()
     done = sql_cli(str(empty), "SELECT 1")
     assert done.returncode == 1
-    assert "has no pyevidence schema" in done.stderr and "pyevidence sql" in done.stderr
+    assert "empty.db is an empty file, not a pyevidence database" in done.stderr
     assert empty.stat().st_size == 0
     assert sorted(os.listdir(tmp_path)) == ["empty.db"]
 

@@ -39,6 +39,10 @@ class Vector:
         return struct.unpack(f"<{self.dims}f", self.blob)
 
 
+# A batch's vectors, one per record (None: that record has none), or None for a batch without any.
+Vectors = Sequence[Vector | None] | None
+
+
 def f32(value: float) -> float:
     """``value`` rounded to the nearest float32, as a C float assignment does (beyond
     float32's range that is infinity; struct refuses it, C does not)."""

@@ -13,7 +13,9 @@ from .. import bulk
 from ..core import validation
 from ..core.errors import ValidationError
 from ..core.records import KINDS
+from ..storage import paths
 from ..store import EvidenceStore
+from . import db_args
 from .progress import IndexProgress, announce_upgrade
 
 IMPORT_DESCRIPTION = "import records from JSONL or CSV (all or none), or one record per document of a folder"
@@ -105,11 +107,12 @@ class ProgressBar:
 
 
 def run_import(args: argparse.Namespace) -> dict[str, Any]:
+    db = db_args.database(args.db)
     bar = ProgressBar(sys.stderr) if sys.stderr.isatty() else None
     try:
         checked = _checked(args, bar)  # all of the input, before any database is opened or created
         # A dry run writes nothing, not even a new database: it checks against an empty store then.
-        if args.dry_run and not os.path.exists(args.db):
+        if args.dry_run and not paths.is_cluster_url(db) and not os.path.lexists(db):
             opened = EvidenceStore(":memory:", engine=args.engine)
         else:
             # Opening may upgrade an older file and build its token index: shown on stderr.
@@ -157,14 +160,18 @@ def _checked(args: argparse.Namespace, bar: ProgressBar | None) -> bulk.Checked:
 
 
 def run_export(args: argparse.Namespace) -> None:
-    from .cli import _existing
-
-    with EvidenceStore(_existing(args.db), engine=args.engine, read_only=True) as store:
+    with EvidenceStore(db_args.existing(args.db), engine=args.engine, read_only=True) as store:
         if args.out is None:
             report = bulk.export_jsonl(store, sys.stdout, tenant=args.tenant, history=args.history)
         else:
+            # A failed export leaves no file behind: a partial one would pass for a whole one,
+            # and the retry would find --out taken.
             with open(args.out, "x", encoding="utf-8", newline="\n") as out:
-                report = bulk.export_jsonl(store, out, tenant=args.tenant, history=args.history)
+                try:
+                    report = bulk.export_jsonl(store, out, tenant=args.tenant, history=args.history)
+                except BaseException:
+                    os.unlink(args.out)
+                    raise
     noun = "version" if args.history else "record"
     summary = f"pyevidence: exported {report.written:,} {noun}{'' if report.written == 1 else 's'}"
     if report.left_out:

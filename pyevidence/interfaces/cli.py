@@ -1,28 +1,30 @@
 """The pyevidence command line: subcommands mirror the Python API and print JSON.
 
 Exit codes: 0 success; 1 the store could not do it (missing or foreign database,
-engine unavailable, I/O); 2 bad input (usage errors and rejected arguments).
+engine unavailable, I/O); 2 bad input (usage errors and rejected arguments); 130 Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..core import jsonout
+from ..core import jsonout, validation
 from ..core.errors import EvidenceError, SchemaError, ValidationError
 from ..core.records import KINDS
-from ..storage import paths
 from ..store import ENGINES, EvidenceStore
-from . import bulk_cli, cluster_node, demo, doctor, mcp_server
+from . import bulk_cli, cluster_node, db_args, demo, doctor, mcp_server
 from .progress import IndexProgress, announce_upgrade
 from .web import serve as web_serve
 
 EXIT_OK, EXIT_STORE, EXIT_INPUT = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
 DEFAULT_BENCH_SIZES = "1000,10000,100000"
 
 
@@ -77,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "node",
-        help="run one node of a replicated cluster: --id N --address HOST:PORT --data DIR [--join H:P]",
+        help=f"run one node of a replicated cluster: {cluster_node.SYNOPSIS}",
         add_help=False,
     )
     p.add_argument("node_args", nargs=argparse.REMAINDER, help="the node's options (see --help)")
@@ -138,28 +140,21 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _read_body(args: argparse.Namespace) -> str:
+    """The body as given: --body's text, or the bytes of --body-file (- for stdin) as UTF-8,
+    line endings kept, as import --from-dir reads a document."""
     if args.body is not None:
         return str(args.body)
     if args.body_file == "-":
-        return sys.stdin.read()
-    with open(args.body_file, encoding="utf-8") as handle:
-        return handle.read()
-
-
-def _database(path: str, *, field: str = "--db") -> str:
-    """A database file: never ':memory:', an empty name (an unset shell variable) or a
-    file: URI, which would acknowledge writes and keep nothing (pyevidence/storage/paths.py)."""
-    paths.checked_name(path, field=field, allow_memory=False)
-    return path
-
-
-def _existing(path: str, *, field: str = "--db") -> str:
-    """retrieve and forget never create a database: a typo must not look like 'no evidence'."""
-    if paths.is_cluster_url(path):
-        return path  # a cluster: the engine says whether it can be reached
-    if not os.path.lexists(_database(path, field=field)):
-        raise FileNotFoundError(f"no database at {path}; create one with 'pyevidence put'")
-    return path
+        data, shown = sys.stdin.buffer.read(), "standard input"
+    else:
+        with open(args.body_file, "rb") as handle:
+            data, shown = handle.read(), args.body_file
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(
+            "body_file", f"{shown} is not UTF-8 (byte {exc.start}); save it as UTF-8 text"
+        ) from None
 
 
 def _read_as_it_is(path: str) -> EvidenceStore:
@@ -235,25 +230,29 @@ def _run(args: argparse.Namespace) -> Any:
     if args.command == "bench":
         return _bench(args)
     if args.command == "sql":
-        with _read_as_it_is(_existing(args.db, field="DB")) as store:
+        # One statement runs in C, where Python never sees Ctrl-C; it only reads, so Ctrl-C
+        # may end the process at once.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        with _read_as_it_is(db_args.existing(args.db, field="DB")) as store:
             rows = store.query(args.statement, list(args.params))
         return {"columns": list(rows.columns), "rows": [[_jsonable(v) for v in row] for row in rows]}
     if args.command == "put":
-        db = _database(args.db)
-        body = _read_body(args)
+        db = db_args.database(args.db)
+        # Checked before the store is opened: a refused put creates no database.
+        record = validation.record(
+            tenant=args.tenant,
+            record_id=args.record_id,
+            revision=args.revision,
+            kind=args.kind,
+            body=_read_body(args),
+            source=args.source,
+            expires_at=args.expires_at,
+        )
         with _open(db, args.engine) as store:
-            store.put(
-                tenant=args.tenant,
-                record_id=args.record_id,
-                revision=args.revision,
-                kind=args.kind,
-                body=body,
-                source=args.source,
-                expires_at=args.expires_at,
-            )
+            store.put(**asdict(record))
         return {"put": {"tenant": args.tenant, "record_id": args.record_id}}
     if args.command == "retrieve":
-        with _open(_existing(args.db), args.engine) as store:
+        with _open(db_args.existing(args.db), args.engine) as store:
             result = store.retrieve(
                 tenant=args.tenant,
                 revision=args.revision,
@@ -265,14 +264,14 @@ def _run(args: argparse.Namespace) -> Any:
         scope = {"tenant": args.tenant, "revision": args.revision, "now": args.now}
         return {"query": args.query, "scope": scope, **result.to_dict()}
     if args.command == "forget":
-        with _open(_existing(args.db), args.engine) as store:
+        with _open(db_args.existing(args.db), args.engine) as store:
             deleted = store.forget(tenant=args.tenant, record_id=args.record_id)
         return {"forget": {"tenant": args.tenant, "record_id": args.record_id, "deleted": deleted}}
     if args.command == "reindex":
-        with _open(_existing(args.db), args.engine) as store:
+        with _open(db_args.existing(args.db), args.engine) as store:
             return store.reindex().to_dict()
     if args.command == "check":
-        with _open(_existing(args.db), args.engine) as store:
+        with _open(db_args.existing(args.db), args.engine) as store:
             return store.check_index().to_dict()
     if args.command == "mcp":
         return mcp_server.main(args)  # stdout carries the protocol only: nothing is printed after it
@@ -283,7 +282,7 @@ def _run(args: argparse.Namespace) -> Any:
     if args.command == "export":
         return bulk_cli.run_export(args)  # the JSONL went to stdout or --out; a summary to stderr
     if args.command in ("history", "get-version", "verify"):
-        with EvidenceStore(_existing(args.db), engine=args.engine, read_only=True) as store:
+        with EvidenceStore(db_args.existing(args.db), engine=args.engine, read_only=True) as store:
             if args.command == "history":
                 found = store.history(tenant=args.tenant, record_id=args.record_id)
                 return {
@@ -300,11 +299,26 @@ def _run(args: argparse.Namespace) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:
+        # Ctrl-C: a write in progress is rolled back by SQLite (one transaction per command)
+        print("pyevidence: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader of stdout went away (| head): stop quietly, as other command-line tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_STORE
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] == ["node"]:  # every option is the node program's own (cluster_node.py)
         try:
             cluster_node.exec_node(argv[1:])
         except (EvidenceError, OSError) as exc:
+            if argv[1:] in (["--help"], ["-h"]):  # the options, and why the program cannot say more
+                print(f"usage: pyevidence node {cluster_node.SYNOPSIS}\n\n{exc}")
+                return EXIT_OK
             print(f"pyevidence: error: {exc}", file=sys.stderr)
         return EXIT_STORE
     args = _parser().parse_args(argv)
@@ -313,6 +327,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         print(f"pyevidence: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except BrokenPipeError:
+        raise  # not the store's: main() ends quietly
     except (EvidenceError, OSError, UnicodeError) as exc:
         print(f"pyevidence: error: {exc}", file=sys.stderr)
         return EXIT_STORE

@@ -20,6 +20,8 @@ from pathlib import Path
 from ..core.errors import EngineUnavailableError
 
 PROGRAM = "evidence_node"
+# Its options; the program's own --help describes each (csrc/node/evidence_node.c).
+SYNOPSIS = "--id N --address HOST:PORT --data DIR [--join HOST:PORT ...] [--latency-ms MS]"
 
 
 def node_program() -> str:

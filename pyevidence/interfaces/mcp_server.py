@@ -27,6 +27,7 @@ from ..core import validation
 from ..core.errors import EvidenceError
 from ..store import EvidenceStore
 from . import clock as clocks
+from . import db_args
 
 if TYPE_CHECKING:
     import mcp_types
@@ -168,9 +169,8 @@ def serve(binding: Binding) -> None:
 
 def main(args: argparse.Namespace) -> None:
     """The `pyevidence mcp` command: open the store (read-only unless --allow-writes) and serve."""
-    from .cli import _existing
-
-    with EvidenceStore(_existing(args.db), engine=args.engine, read_only=not args.allow_writes) as store:
+    db = db_args.existing(args.db)
+    with EvidenceStore(db, engine=args.engine, read_only=not args.allow_writes) as store:
         binding = Binding(
             store,
             tenant=args.tenant,

@@ -213,6 +213,7 @@ def prepare(
     for pragma in _BEFORE_CHECK:
         query(pragma)
     if read_only and _version(query) == 0:
+        _refuse_foreign(query, where)  # another application's database is not ours to create in
         raise SchemaError(f"{where} has no pyevidence schema, and a read-only store cannot create one")
     if read_only and needs_migration(query):
         raise SchemaError(

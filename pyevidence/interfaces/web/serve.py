@@ -13,7 +13,7 @@ import sys
 
 from ...core.errors import EvidenceError
 from ...store import EvidenceStore
-from .. import clock
+from .. import clock, db_args
 
 DESCRIPTION = "serve a read-only web page over one tenant and revision of a store (pyevidence[web])"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -34,7 +34,6 @@ def main(args: argparse.Namespace) -> None:
         from .app import LOOPBACK_NAMES, create_app
     except ImportError:
         raise EvidenceError("pyevidence serve needs the web extra: pip install 'pyevidence[web]'") from None
-    from ..cli import _existing
 
     chosen_clock = clock.Clock(args.clock, args.now)
     if args.host in LOOPBACK:
@@ -46,7 +45,7 @@ def main(args: argparse.Namespace) -> None:
             "so anyone who can reach this address reads this tenant's evidence",
             file=sys.stderr,
         )
-    with EvidenceStore(_existing(args.db), engine=args.engine, read_only=True) as store:
+    with EvidenceStore(db_args.existing(args.db), engine=args.engine, read_only=True) as store:
         app = create_app(
             store.scoped(tenant=args.tenant),
             revision=args.revision,

@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 from ...core.errors import EngineUnavailableError, StoreError, ValidationError, from_sqlite
 from ...core.records import Candidate, Hit, IndexRebuild, Record
-from ...core.vectors import Vector
+from ...core.vectors import Vector, Vectors
 from ...ranking.scoring import hit_from
 from ...ranking.vector_scoring import Scored, python_rank_by_vector
 from .. import schema
@@ -371,9 +371,11 @@ class ClusterEngine:
             self._drop()  # the leader drops the transaction with the connection
 
     def put(self, record: Record, vector: Vector | None = None) -> None:
-        self.put_many([record], None if vector is None else [vector])
+        self.put_many([record], None if vector is None else [vector], operation="put")
 
-    def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
+    def put_many(
+        self, records: list[Record], vectors: Vectors = None, *, operation: str = "put_many"
+    ) -> None:
         statements: list[tuple[str, Sequence[Any]]] = []
         if vectors is None or all(vector is None for vector in vectors):
             for chunk in _statement_chunks(records):
@@ -385,7 +387,7 @@ class ClusterEngine:
                 if vector is not None:
                     vector_row = (record.tenant, record.record_id, vector.model, vector.dims, vector.blob)
                     statements.append((schema.VECTOR_PUT_SQL, vector_row))
-        self._write("put_many" if len(records) > 1 else "put", statements)
+        self._write(operation, statements)
 
     def forget(self, tenant: str, record_id: str) -> bool:
         return self._write("forget", [(schema.FORGET_SQL, (tenant, record_id))])[0] > 0

@@ -22,7 +22,7 @@ from typing import Any
 
 from ...core.errors import EngineUnavailableError, StoreError, from_sqlite
 from ...core.records import Candidate, Hit, IndexRebuild, Record
-from ...core.vectors import Vector
+from ...core.vectors import Vector, Vectors
 from ...ranking.scoring import hit_from
 from ...ranking.vector_scoring import Scored
 from .. import schema
@@ -131,10 +131,11 @@ class NativeEngine:
         if vector is None:
             self._write([record], "put")
         else:
-            self.put_many([record], [vector])
+            self.put_many([record], [vector], operation="put")
 
-    def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
-        operation = "put_many" if len(records) > 1 else "put"
+    def put_many(
+        self, records: list[Record], vectors: Vectors = None, *, operation: str = "put_many"
+    ) -> None:
         if self._in_write:  # inside write_transaction(): its statements only
             self._put_rows(records, vectors, operation)
             return

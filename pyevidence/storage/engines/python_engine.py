@@ -16,7 +16,7 @@ from typing import Any
 from ...core.errors import SchemaError, from_sqlite
 from ...core.hashing import FIRST_PREVIOUS
 from ...core.records import Candidate, Hit, IndexRebuild, Record
-from ...core.vectors import Vector, cosine_distance, squared_norm
+from ...core.vectors import Vector, Vectors, cosine_distance, squared_norm
 from ...ranking.scoring import TokenScorer, rank
 from ...ranking.vector_scoring import Scored, python_rank_by_vector
 from .. import schema, sql_functions
@@ -98,7 +98,7 @@ class PythonEngine:
 
     def put(self, record: Record, vector: Vector | None = None) -> None:
         if vector is not None:
-            self.put_many([record], [vector])
+            self.put_many([record], [vector], operation="put")
             return
         if self._conn.in_transaction:  # inside write_transaction(): its statements only
             with _sqlite_errors("put", writing=True):
@@ -115,8 +115,9 @@ class PythonEngine:
                 self._rollback()
                 raise
 
-    def put_many(self, records: list[Record], vectors: Sequence[Vector | None] | None = None) -> None:
-        operation = "put_many" if len(records) > 1 else "put"
+    def put_many(
+        self, records: list[Record], vectors: Vectors = None, *, operation: str = "put_many"
+    ) -> None:
         if self._conn.in_transaction:  # inside write_transaction(): its statements only
             with _sqlite_errors(operation, writing=True):
                 self._put_rows(records, vectors)

@@ -1,0 +1,319 @@
+"""The command line under bad input and interruptions: a refused command says why in one line,
+exits with its code, and leaves the disk as it found it (no database, no output file)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import platform
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers import record
+
+from pyevidence import EvidenceStore, bulk
+from pyevidence.bulk import ImportRefused
+from pyevidence.core.errors import SchemaError, StoreError, ValidationError
+
+PUT = ["--tenant", "t", "--record-id", "r", "--revision", "v", "--kind", "runbook", "--source", "s"]
+# Every command that takes --db, with the rest of the arguments it needs to get that far.
+DB_COMMANDS = {
+    "put": ["put", *PUT, "--body", "b", "--expires-at", "5"],
+    "retrieve": ["retrieve", "--tenant", "t", "--revision", "v", "--query", "q", "--now", "1"],
+    "forget": ["forget", "--tenant", "t", "--record-id", "r"],
+    "history": ["history", "--tenant", "t", "--record-id", "r"],
+    "get-version": ["get-version", "--tenant", "t", "--record-id", "r", "--version", "1-00"],
+    "verify": ["verify", "--tenant", "t"],
+    "reindex": ["reindex"],
+    "check": ["check"],
+    "export": ["export", "--tenant", "t"],
+    "import": ["import", "records.jsonl"],
+    "import --dry-run": ["import", "--dry-run", "records.jsonl"],
+    "mcp": ["mcp", "--tenant", "t", "--revision", "v"],
+    "serve": ["serve", "--tenant", "t", "--revision", "v", "--port", "0"],
+}
+# The commands that never create a database.
+READERS = [name for name in DB_COMMANDS if name not in ("put", "import")]
+ONE_RECORD = json.dumps(record(tenant="t")) + "\n"
+
+
+def run_cli(
+    *args: str, cwd: Path, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "pyevidence", *args],
+        input=stdin,
+        capture_output=True,
+        cwd=cwd,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+def _with_db(name: str, db: str) -> list[str]:
+    args = DB_COMMANDS[name]
+    return [args[0], "--db", db, *args[1:]]
+
+
+def _one_line_error(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.stdout == ""
+    assert done.stderr.startswith("pyevidence: error: ") and done.stderr.count("\n") == 1, done.stderr
+    return done.stderr
+
+
+@pytest.mark.parametrize("name", sorted(DB_COMMANDS))
+@pytest.mark.parametrize(
+    ("db", "says"), [(":memory:", "':memory:' keeps nothing"), ("", "is empty"), ("file:x.db", "as a URI")]
+)
+def test_every_db_command_refuses_a_name_that_keeps_nothing(
+    name: str, db: str, says: str, tmp_path: Path
+) -> None:
+    (tmp_path / "records.jsonl").write_text(ONE_RECORD)
+    done = run_cli(*_with_db(name, db), cwd=tmp_path)
+    assert done.returncode == 2
+    assert says in _one_line_error(done)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["records.jsonl"]
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_readers_take_an_empty_file_for_no_database_and_leave_it_empty(name: str, tmp_path: Path) -> None:
+    (tmp_path / "records.jsonl").write_text(ONE_RECORD)
+    (tmp_path / "empty.db").touch()
+    done = run_cli(*_with_db(name, "empty.db"), cwd=tmp_path)
+    assert done.returncode == 1
+    if name == "import --dry-run":  # it opens the file read-only, as it does any database
+        assert "has no pyevidence schema" in _one_line_error(done)
+    else:
+        assert "empty.db is an empty file, not a pyevidence database" in _one_line_error(done)
+    assert (tmp_path / "empty.db").stat().st_size == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db", "records.jsonl"]
+
+
+def test_a_refused_put_creates_no_database(tmp_path: Path) -> None:
+    for bad in (["--tenant", " "], ["--expires-at", "-1"], ["--body", " "]):
+        args = dict(zip(PUT[::2], PUT[1::2], strict=True)) | {"--body": "b", "--expires-at": "5"}
+        args.update(dict([bad]))
+        done = run_cli("put", "--db", "new.db", *[x for pair in args.items() for x in pair], cwd=tmp_path)
+        assert done.returncode == 2
+        _one_line_error(done)
+        assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_export_leaves_no_output_file(tmp_path: Path) -> None:
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        store.put(**record(tenant="t"))
+    done = run_cli("export", "--db", "ev.db", "--tenant", " ", "--out", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "tenant" in _one_line_error(done)
+    assert not (tmp_path / "out.jsonl").exists()
+    done = run_cli("export", "--db", "ev.db", "--tenant", "t", "--out", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "out.jsonl").read_text())["record_id"] == record()["record_id"]
+
+
+def test_a_body_file_is_stored_byte_for_byte_as_stdin_and_import_from_dir_store_it(tmp_path: Path) -> None:
+    text = "queue backlog\r\nold mac line\rlast line\n"
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "body.txt").write_bytes(text.encode())
+    put = ["put", "--db", "ev.db", *PUT, "--expires-at", "5"]
+    assert run_cli(*put, "--body-file", "docs/body.txt", cwd=tmp_path).returncode == 0
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        assert store.history(tenant="t", record_id="r")[-1].body == text
+    stdin_put = [*put[:6], "r2", *put[7:]]
+    assert run_cli(*stdin_put, "--body-file", "-", cwd=tmp_path, stdin=text.encode()).returncode == 0
+    done = run_cli(
+        "import", "--db", "ev.db", "--from-dir", "docs", "--tenant", "t", "--kind", "runbook",
+        "--revision", "v", "--expires-at", "5", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        bodies = {rid: store.history(tenant="t", record_id=rid)[-1].body for rid in ("r", "r2", "body.txt")}
+    assert bodies == {"r": text, "r2": text, "body.txt": text}
+
+
+@pytest.mark.parametrize("where", ["file", "stdin"])
+def test_a_body_that_is_not_utf8_is_bad_input_named_with_its_byte(where: str, tmp_path: Path) -> None:
+    (tmp_path / "bad.txt").write_bytes(b"queue\xff")
+    put = ["put", "--db", "ev.db", *PUT, "--expires-at", "5", "--body-file"]
+    # the locale must not matter: the body is read as UTF-8 bytes whatever stdin's encoding
+    env = os.environ | {"PYTHONIOENCODING": "latin-1"}
+    if where == "file":
+        done = run_cli(*put, "bad.txt", cwd=tmp_path, env=env)
+        shown = "bad.txt"
+    else:
+        done = run_cli(*put, "-", cwd=tmp_path, stdin=b"queue\xff", env=env)
+        shown = "standard input"
+    assert done.returncode == 2
+    assert (
+        _one_line_error(done)
+        == f"pyevidence: error: body_file: {shown} is not UTF-8 (byte 5); save it as UTF-8 text\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.txt"]
+    done = run_cli(*put, "-", cwd=tmp_path, stdin="café".encode(), env=env)
+    assert done.returncode == 0, done.stderr
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        assert store.history(tenant="t", record_id="r")[-1].body == "café"
+
+
+# The read system call's number, to see a child blocked on reading its standard input.
+_READ_SYSCALL = {"x86_64": 0, "aarch64": 63}.get(platform.machine())
+
+
+def _reading_stdin(pid: int) -> bool:
+    fields = Path(f"/proc/{pid}/syscall").read_text().split()
+    return len(fields) > 1 and fields[0] == str(_READ_SYSCALL) and int(fields[1], 16) == 0
+
+
+def _busy_for(pid: int, seconds: float) -> bool:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") >= seconds
+
+
+def _interrupted(args: list[str], cwd: Path, *, ready: Callable[[int], bool]) -> tuple[int, str, float]:
+    """Runs the command until ``ready(pid)``, sends it SIGINT, and returns its exit code, its
+    stderr and how long it took to end after the signal."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "pyevidence", *args],
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ready(child.pid):
+            assert child.poll() is None and time.monotonic() < deadline, "the command never got there"
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        _, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+        child.wait()
+    return child.returncode, err.decode(), time.monotonic() - sent
+
+
+@pytest.mark.skipif(
+    _READ_SYSCALL is None or not sys.platform.startswith("linux"), reason="reads Linux's /proc"
+)
+@pytest.mark.parametrize("name", ["put --body-file -", "import -"])
+def test_ctrl_c_while_reading_stdin_says_so_in_one_line_and_writes_nothing(name: str, tmp_path: Path) -> None:
+    args = ["put", "--db", "ev.db", *PUT, "--expires-at", "5", "--body-file", "-"]
+    if name == "import -":
+        args = ["import", "--db", "ev.db", "-"]
+    code, err, _ = _interrupted(args, tmp_path, ready=_reading_stdin)
+    assert (code, err) == (130, "pyevidence: interrupted\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc")
+def test_ctrl_c_ends_a_long_sql_statement_at_once(tmp_path: Path) -> None:
+    EvidenceStore(tmp_path / "ev.db").close()
+    endless = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c WHERE x < 0"
+    )
+    # two seconds of CPU: Python has started and opened the store long before (a fraction of one)
+    code, _, took = _interrupted(["sql", "ev.db", endless], tmp_path, ready=lambda pid: _busy_for(pid, 2.0))
+    assert code == -signal.SIGINT
+    assert took < 5
+
+
+def test_a_closed_pipe_ends_export_quietly(tmp_path: Path) -> None:
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        store.put_many([record(tenant="t", record_id=f"r{i}", body="b" * 1000) for i in range(2000)])
+    export = subprocess.Popen(
+        [sys.executable, "-m", "pyevidence", "export", "--db", "ev.db", "--tenant", "t"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert export.stdout is not None and export.stderr is not None
+    export.stdout.readline()
+    export.stdout.close()  # as `| head -1` does
+    err = export.stderr.read().decode()
+    assert export.wait(timeout=60) == 1
+    assert err == ""
+
+
+def test_node_help_lists_the_options_even_when_the_program_is_not_built(tmp_path: Path) -> None:
+    env = os.environ | {"PYEVIDENCE_NODE": str(tmp_path / "missing")}
+    done = run_cli("node", "--help", cwd=tmp_path, env=env)
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: pyevidence node --id N --address HOST:PORT --data DIR")
+    assert "is not an executable program" in done.stdout
+
+
+# ---- the Python API's side of the same class
+
+
+def test_put_many_of_one_record_names_put_many_when_the_database_refuses(tmp_path: Path, engine: str) -> None:
+    with EvidenceStore(tmp_path / "ev.db", engine=engine) as store:
+        run = getattr(store._engine, "query", None) or store._engine._query
+        run(  # a guard a DBA might add (for this connection only): refuse one id
+            "CREATE TEMP TRIGGER no_x BEFORE INSERT ON main.evidence_current WHEN NEW.record_id = 'x'"
+            " BEGIN SELECT RAISE(ABORT, 'x is reserved'); END"
+        )
+        with pytest.raises(StoreError, match=r"^put_many failed: x is reserved"):
+            store.put_many([record(record_id="x")])
+        with pytest.raises(StoreError, match=r"^put failed: x is reserved"):
+            store.put(**record(record_id="x"))
+
+
+def test_a_read_only_open_of_another_applications_database_says_it_is_not_ours(tmp_path: Path) -> None:
+    db = tmp_path / "other.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE invoices (n)")
+    conn.close()
+    with pytest.raises(SchemaError, match="is not a pyevidence database: it already holds invoices"):
+        EvidenceStore(db, read_only=True)
+
+
+def test_import_file_refuses_a_text_stream_and_a_non_file(tmp_path: Path) -> None:
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        with pytest.raises(ValidationError, match=r"opened in binary mode \('rb'\); got a text stream"):
+            bulk.import_file(store, io.StringIO(ONE_RECORD), format="jsonl")  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="got int"):
+            bulk.import_file(store, 5, format="jsonl")  # type: ignore[arg-type]
+        assert bulk.import_file(store, io.BytesIO(ONE_RECORD.encode()), format="jsonl").written == 1
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n", b"\r"])
+def test_jsonl_lines_may_end_in_any_of_the_three_endings(ending: bytes, tmp_path: Path) -> None:
+    lines = [json.dumps(record(tenant="t", record_id=f"r{i}")).encode() for i in range(3)]
+    lines[1] = b"{not json"
+    data = ending.join(lines) + ending
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        with pytest.raises(ImportRefused) as refused:
+            bulk.import_file(store, io.BytesIO(data), format="jsonl")
+        assert [p.where for p in refused.value.problems] == ["line 2"]
+        good = data.replace(b"{not json", json.dumps(record(tenant="t", record_id="r1")).encode())
+        assert bulk.import_file(store, io.BytesIO(good), format="jsonl").written == 3
+
+
+def test_a_bad_byte_inside_a_quoted_csv_cell_does_not_hide_the_records_after_it(tmp_path: Path) -> None:
+    data = (
+        b"record_id,revision,kind,body,source,expires_at\n"
+        b"r1,v,runbook,fine,s,5\n"
+        b'r2,v,runbook,"two\nlines \xff here",s,5\n'
+        b"r3,v,runbook,b,s,-1\n"
+        b"r4,v,bogus,b,s,5\n"
+        b"r5,v,runbook,fine,s,5\n"
+    )
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        with pytest.raises(ImportRefused) as refused:
+            bulk.import_file(store, io.BytesIO(data), tenant="t", format="csv")
+    found = [(p.where, p.field, p.reason) for p in refused.value.problems]
+    assert found == [
+        ("line 4", None, "is not UTF-8 (byte 6)"),
+        ("line 5", "expires_at", found[1][2]),
+        ("line 6", "kind", found[2][2]),
+    ]
