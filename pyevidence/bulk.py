@@ -86,14 +86,19 @@ class ImportInterrupted(StoreError):
     including the one at ``last_written`` ("line 812"), stay written; none after them was."""
 
     def __init__(self, batch: int, written: int, last_written: str | None, cause: Exception) -> None:
-        through = f", through {last_written}" if last_written else ""
-        super().__init__(
-            f"batch {batch} failed: {cause}; the first {written:,} records (batches 1 to {batch - 1}"
-            f"{through}) were written and stay; none after them was"
-        )
+        super().__init__(f"batch {batch} failed: {cause}; {_kept(batch, written, last_written)}")
         self.batch = batch
         self.written = written
         self.last_written = last_written
+
+
+def _kept(batch: int, written: int, last_written: str | None) -> str:
+    """What stays written when batch number ``batch`` (2 or more) does not commit."""
+    through = f", through {last_written}" if last_written else ""
+    return (
+        f"the first {written:,} records (batches 1 to {batch - 1}{through}) were written and stay; "
+        "none after them was"
+    )
 
 
 @dataclass(frozen=True)
@@ -575,6 +580,10 @@ def _write(
             if batch == 1:
                 raise
             raise ImportInterrupted(batch, written, wheres[written - 1] if wheres else None, exc) from exc
+        except KeyboardInterrupt as exc:  # stays a KeyboardInterrupt, saying what was kept
+            if batch > 1:
+                exc.add_note(_kept(batch, written, wheres[written - 1] if wheres else None))
+            raise
         if progress is not None:
             progress(phase, written, written / len(records))
     return written

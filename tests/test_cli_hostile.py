@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import record
@@ -21,6 +22,7 @@ from helpers import record
 from pyevidence import EvidenceStore, bulk
 from pyevidence.bulk import ImportRefused
 from pyevidence.core.errors import SchemaError, StoreError, ValidationError
+from pyevidence.interfaces.cli import main
 
 PUT = ["--tenant", "t", "--record-id", "r", "--revision", "v", "--kind", "runbook", "--source", "s"]
 # Every command that takes --db, with the rest of the arguments it needs to get that far.
@@ -317,3 +319,42 @@ def test_a_bad_byte_inside_a_quoted_csv_cell_does_not_hide_the_records_after_it(
         ("line 5", "expires_at", found[1][2]),
         ("line 6", "kind", found[2][2]),
     ]
+
+
+def test_ctrl_c_between_batches_of_an_import_says_which_records_stay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = "".join(json.dumps(record(tenant="t", record_id=f"r{i}")) + "\n" for i in range(5))
+    (tmp_path / "records.jsonl").write_text(lines)
+    calls = []
+    put_many = EvidenceStore.put_many
+
+    def interrupted_on_the_third_batch(self: EvidenceStore, records: Any, **kwargs: Any) -> int:
+        calls.append(len(records))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return put_many(self, records, **kwargs)
+
+    monkeypatch.setattr(EvidenceStore, "put_many", interrupted_on_the_third_batch)
+    db = str(tmp_path / "ev.db")
+    code = main(["import", "--db", db, "--batch-size", "2", str(tmp_path / "records.jsonl")])
+    assert code == 130
+    assert capsys.readouterr().err == (
+        "pyevidence: interrupted; the first 4 records (batches 1 to 2, through line 4) were written "
+        "and stay; none after them was\n"
+    )
+    with EvidenceStore(db) as store:
+        assert [bool(store.history(tenant="t", record_id=f"r{i}")) for i in range(5)] == [True] * 4 + [False]
+
+
+def test_ctrl_c_in_the_first_batch_or_one_transaction_keeps_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "records.jsonl").write_text(json.dumps(record(tenant="t")) + "\n")
+
+    def interrupted(self: EvidenceStore, records: Any, **kwargs: Any) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(EvidenceStore, "put_many", interrupted)
+    code = main(["import", "--db", str(tmp_path / "ev.db"), str(tmp_path / "records.jsonl")])
+    assert (code, capsys.readouterr().err) == (130, "pyevidence: interrupted\n")

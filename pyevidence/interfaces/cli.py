@@ -301,9 +301,10 @@ def _run(args: argparse.Namespace) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
-    except KeyboardInterrupt:
-        # Ctrl-C: a write in progress is rolled back by SQLite (one transaction per command)
-        print("pyevidence: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        # Ctrl-C: the transaction in progress is rolled back; a note says what stays (import
+        # --batch-size keeps the batches it committed)
+        print("; ".join(["pyevidence: interrupted", *getattr(exc, "__notes__", ())]), file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader of stdout went away (| head): stop quietly, as other command-line tools do
