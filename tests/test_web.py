@@ -351,3 +351,54 @@ def test_the_web_benchmark_reports_what_the_page_adds(engine: str) -> None:
     assert 0 < size["median_added_ms"]["html"] < size["median_ms"]["html"]
     assert size["within_budget"] == all(v <= bench.BUDGET_MS for v in size["median_added_ms"].values())
     assert f"| 200 | {engine} |" in bench.markdown(results)
+
+
+def test_a_version_another_revision_superseded_is_not_shown_as_current(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "moved.db"
+    with EvidenceStore(path, engine=engine) as store:
+        for revision, body in (("v1", "queue moved in v1"), ("v2", "queue moved on to v2")):
+            store.put(
+                tenant="team-a", record_id="moved", revision=revision, kind="runbook", body=body,
+                source="runbook://moved", expires_at=1000,
+            )  # fmt: skip
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        for revision, current in (("v1", None), ("v2", "queue moved on to v2")):
+            app = create_app(store.scoped(tenant="team-a"), revision=revision, clock=Clock("logical", NOW))
+            with TestClient(app, base_url="http://127.0.0.1") as client:
+                page = client.get("/record?record_id=moved")
+                assert page.status_code == 200
+                if current is None:  # retrieve at v1 finds nothing: the page must not call v1 current
+                    assert "No current version in this scope." in page.text
+                    assert client.get("/?q=moved&format=json").json()["hits"] == []
+                else:
+                    assert f'<pre class="body">{current}</pre>' in page.text
+
+
+def test_every_character_that_draws_nothing_is_shown_escaped() -> None:
+    import sys
+    import unicodedata
+
+    from pyevidence.interfaces.web.text import link_target, visible
+
+    format_characters = [c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"]
+    draw_nothing = [0x034F, 0x115F, 0x1160, 0x17B4, 0x3164, 0xFE0F, 0xFFA0, 0xE0100, 0x180B]
+    for code in [*format_characters, *draw_nothing, 0x00, 0x1B, 0x7F, 0x85]:
+        char = chr(code)
+        shown = visible(f"runbook://q{char}ueue")
+        assert char not in shown, hex(code)
+        assert shown == f"runbook://q\\u{code:04x}ueue" if code <= 0xFFFF else f"runbook://q\\U{code:08x}ueue"
+        assert link_target(f"https://a.example/{char}x") is None, hex(code)
+    assert visible("queue\tlag\nrunbook é ✓") == "queue\tlag\nrunbook é ✓"
+    assert link_target("https://a.example/queue") == "https://a.example/queue"
+
+
+def test_a_limit_asked_for_stays_in_the_json_link_and_the_form(
+    served: tuple[TestClient, Path, dict[str, str]],
+) -> None:
+    client, _, _ = served
+    page = client.get("/?q=queue&limit=1")
+    assert 'href="/?q=queue&amp;limit=1&amp;format=json"' in page.text
+    assert '<input type="hidden" name="limit" value="1">' in page.text
+    assert len(client.get("/?q=queue&limit=1&format=json").json()["hits"]) == 1
+    default = client.get("/?q=queue")
+    assert 'href="/?q=queue&amp;format=json"' in default.text and 'name="limit"' not in default.text

@@ -164,7 +164,7 @@ class Pages:
         if not query.strip():
             if wants_json:
                 raise ValidationError("q", "is required: the words to look for")
-            return self._html("search.html", query=query, result=None)
+            return self._html("search.html", query=query, result=None, asked={})
         limit = params.get("limit", "5")
         if not (limit.isascii() and limit.isdigit()):  # "²" is a digit to str.isdigit, not to int()
             raise ValidationError("limit", f"must be a whole number from 1 to 10; got {limit!r}")
@@ -182,7 +182,17 @@ class Pages:
             }
             for hit in result
         ]
-        return self._html("search.html", query=query, result=result, hits=hits, no_evidence=tool.NO_EVIDENCE)
+        # The links and the form keep a limit that was asked for: "this result as JSON" is this result.
+        asked = {"limit": limit} if "limit" in params else {}
+        return self._html(
+            "search.html",
+            query=query,
+            result=result,
+            hits=hits,
+            no_evidence=tool.NO_EVIDENCE,
+            asked=asked,
+            json_url=_url("/", q=query, **asked, format="json"),
+        )
 
     def version(self, request: Request) -> Response:
         params = self._params(request, ("record_id", "version"))
@@ -204,7 +214,8 @@ class Pages:
         params = self._params(request, ("record_id",))
         wants_json = self._wants_json(params)
         record_id = params.get("record_id", "")
-        shown = self._history(record_id) if record_id else ()
+        everything = self.scoped.history(record_id=record_id) if record_id else ()
+        shown = tuple(v for v in everything if self._in_scope(v))
         # The shape of `pyevidence history`, with only this scope's versions.
         versions = [v.to_dict() for v in shown]
         as_json = {"tenant": self.scoped.tenant, "record_id": record_id, "versions": versions}
@@ -212,8 +223,10 @@ class Pages:
             return self._not_found(wants_json, {**as_json, "versions": []})
         if wants_json:
             return self._json(as_json)
-        latest = shown[-1]
-        current = latest if latest.operation == "put" and not latest.forgotten else None
+        # The record's current version, only if it is of this scope: a later put at another
+        # revision supersedes every version shown here, and retrieve here would never find it.
+        last = everything[-1]
+        current = last if last.operation == "put" and not last.forgotten and self._in_scope(last) else None
         texts = [v for v in shown if not v.forgotten]
         return self._html(
             "record.html",
