@@ -120,7 +120,7 @@ def test_a_version_4_store_is_upgraded_with_its_index_built(engine: str, tmp_pat
     v4_store(path)
     seen: list[tuple[int, int]] = []
     with EvidenceStore(path, engine=engine, progress=lambda done, total: seen.append((done, total))) as store:
-        assert user_version(path) == schema.SCHEMA_VERSION == 12
+        assert user_version(path) == schema.SCHEMA_VERSION == 13
         assert_index_is_correct(store, path)
     total = len(ROWS) + 1  # the moved record counts once, the forgotten one not at all
     assert seen[0] == (0, total) and seen[-1] == (total, total)

@@ -6,8 +6,9 @@ era first; version 10 keeps each current row's document number in evidence_curre
 links each version to the record's version before it and names forgotten records' tombstones
 in evidence_forgotten, instead of a tree of the history keyed by record; version 12 stores
 evidence_current by document number, which makes it the index's map from a number to its
-record in place of evidence_index_docs. A store of version 5, 6, 7, 8, 9, 10 or 11 upgrades in
-place with every row kept and everything still verifying."""
+record in place of evidence_index_docs; version 13 adds a trigger that refuses a raw insert of
+a current row for the version the record's row already names. A store of version 5 to 12
+upgrades in place with every row kept and everything still verifying."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def all_rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
     return table_rows(path, TABLES)
 
 
-@pytest.mark.parametrize("version", [5, 6, 7, 8, 9, 10, 11])
+@pytest.mark.parametrize("version", [5, 6, 7, 8, 9, 10, 11, 12])
 def test_an_earlier_store_is_upgraded_with_every_row_kept(engine: str, tmp_path: Path, version: int) -> None:
     path = tmp_path / f"v{version}.db"
     old_store(path, version)
@@ -93,7 +94,7 @@ def test_an_earlier_store_is_upgraded_with_every_row_kept(engine: str, tmp_path:
         )
     assert all_rows(path) != before  # the put above landed
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,) == (12,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,) == (13,)
         assert frozenset(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema")) == (
             schema.expected_objects()
         )
@@ -182,6 +183,18 @@ def test_the_upgrade_itself_changes_no_row(tmp_path: Path, version: int) -> None
             (row[0], *row[-3:]) for row in rows["evidence_index_postings"]
         )
     assert after == before
+
+
+def test_the_upgrade_from_12_adds_the_trigger_and_changes_no_row(tmp_path: Path) -> None:
+    path = tmp_path / "v12.db"
+    old_store(path, 12)
+    before = table_rows(path, [*TABLES, "evidence_current", "evidence_forgotten"])
+    EvidenceStore(path, engine="python").close()
+    assert table_rows(path, [*TABLES, "evidence_current", "evidence_forgotten"]) == before
+    with sqlite3.connect(path) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger'")}
+    conn.close()
+    assert "evidence_current_insert_is_a_new_version" in names
 
 
 # ---- the CHECK's shortcut is the same rule as version 5's trim

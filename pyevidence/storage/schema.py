@@ -21,7 +21,7 @@ from ..core.errors import SchemaError, StoreError
 from . import sqlite_file
 from .index import rebuild
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 # Connection settings, applied by prepare() on every connection of both engines.
 # The busy timeout makes a writer wait for a lock instead of failing at once.
@@ -317,6 +317,7 @@ MIGRATIONS = {
     9: ("schema_v9.sql", "v9_to_v10.sql"),
     10: ("schema_v10.sql", "v10_to_v11.sql"),
     11: ("schema_v11.sql", "v11_to_v12.sql"),
+    12: ("schema_v12.sql", "v12_to_v13.sql"),
 }
 # The upgrades that create the token index (version 4 to 5): after them the index is
 # built from the rows, in the same transaction, before anything is committed.

@@ -1,4 +1,4 @@
--- pyevidence schema, version 12. The one definition of the storage layout:
+-- pyevidence schema, version 13. The one definition of the storage layout:
 -- both engines execute this file as-is, and so can a plain SQL user whose
 -- connection has the pyevidence extension loaded (the triggers call its
 -- evidence_sha256(), evidence_hash_bytes() and evidence_utf8_valid()):
@@ -356,6 +356,19 @@ BEGIN
   SELECT RAISE(ABORT, 'evidence rows are written through the evidence_put view (INSERT INTO evidence_put ...)');
 END;
 
+-- A current row is inserted for a version that has none yet: the put trigger's insert of a
+-- new version's row (an upsert, which replaces the record's old row by an update). A raw
+-- insert of a row for the version the record's row already names, such as INSERT OR
+-- REPLACE of that row itself, is refused: with recursive triggers off (SQLite's default),
+-- REPLACE deletes the old row without running forget's trigger, the new row passes every
+-- check above, and the token index would count the record a second time (schema version 13).
+CREATE TRIGGER IF NOT EXISTS evidence_current_insert_is_a_new_version BEFORE INSERT ON evidence_current
+WHEN NOT evidence_writer_vouches() AND EXISTS (SELECT 1 FROM evidence_current
+                  WHERE tenant = NEW.tenant AND record_id = NEW.record_id AND chain_seq = NEW.chain_seq)
+BEGIN
+  SELECT RAISE(ABORT, 'evidence rows are written through the evidence_put view (INSERT INTO evidence_put ...)');
+END;
+
 -- Versions are appended by evidence_put and forget only. A raw INSERT INTO
 -- evidence_versions is refused unless it is what those would append: the tenant's
 -- next link with their hashes, in valid UTF-8 (the table's CHECKs cover the other
@@ -642,4 +655,4 @@ BEGIN
     FROM evidence_versions WHERE tenant = NEW.tenant AND chain_seq = NEW.chain_seq;
 END;
 
-PRAGMA user_version = 12;
+PRAGMA user_version = 13;

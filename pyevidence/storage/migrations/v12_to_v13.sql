@@ -1,0 +1,9 @@
+-- Upgrades a pyevidence schema version 12 database to version 13, inside the
+-- caller's transaction (pyevidence/storage/schema.py runs it under BEGIN IMMEDIATE,
+-- after checking that the file holds exactly the version 12 schema).
+--
+-- Version 13 adds one trigger, evidence_current_insert_is_a_new_version, which
+-- refuses a raw insert of a current row for the version the record's row already
+-- names (INSERT OR REPLACE of the row itself): with recursive triggers off, it made
+-- the token index count the record twice. No table and no row changes.
+-- @include schema.sql
