@@ -27,7 +27,7 @@ from ..core import validation
 from ..core.errors import EvidenceError
 from ..store import EvidenceStore
 from . import clock as clocks
-from . import db_args
+from . import db_args, mcp_wire
 
 if TYPE_CHECKING:
     import mcp_types
@@ -114,7 +114,6 @@ def serve(binding: Binding) -> None:
         import anyio
         import mcp_types as types
         from mcp.server import Server
-        from mcp.server.stdio import stdio_server
     except ImportError:
         raise EvidenceError("pyevidence mcp needs the MCP SDK 2.x: pip install 'pyevidence[mcp]'") from None
     from importlib.metadata import version
@@ -158,7 +157,7 @@ def serve(binding: Binding) -> None:
     )
 
     async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        async with mcp_wire.stdio_streams() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     try:

@@ -1,0 +1,158 @@
+"""The lines `pyevidence mcp` reads from its client, each made a JSON-RPC message or refused.
+
+The MCP SDK's own stdin reader parses each line with pydantic's JSON parser, which refuses a
+lone surrogate escape such as ``"\\ud83d"``: what JSON.stringify writes for half of a cut
+emoji, which JSON allows and pyevidence accepts in a query. The SDK then drops the line
+without a reply, and the client waits for ever. pyevidence reads stdin itself instead:
+
+- a line that is a JSON-RPC message goes to the server, lone surrogates included, so the
+  tools apply the same rules to it as the Python API does;
+- a line that is not gets a JSON-RPC error naming what was wrong, with the request's id
+  when the line shows one, so the client's call ends;
+- a notification that is not valid gets no reply (JSON-RPC forbids one): it is logged.
+
+JSON is read by strict_json, the parser for every JSON text pyevidence does not trust.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+
+from ..core import strict_json
+
+if TYPE_CHECKING:
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
+# JSON-RPC 2.0's codes (also in mcp_types, which the base install does not have).
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+_JSON_NAMES = {
+    type(None): "null",
+    bool: "true or false",
+    float: "a number with a fraction or an exponent",
+    list: "an array",
+    dict: "an object",
+}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a line is not a message. ``request_id`` is None when the line shows none;
+    ``reply`` is False for a notification, which must get no reply."""
+
+    request_id: int | str | None
+    code: int
+    message: str
+    reply: bool = True
+
+
+def read_message(line: bytes) -> mcp_types.JSONRPCMessage | Refusal | None:
+    """The message on ``line``, why it is refused, or None for a blank line."""
+    import mcp_types
+    import pydantic
+
+    line = line.rstrip(b"\r\n")
+    if not line.strip():
+        return None
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problem = f"is not UTF-8 (byte {exc.start} is 0x{line[exc.start]:02x}); send JSON text in UTF-8"
+        return _refused(line.decode("utf-8", "replace"), PARSE_ERROR, problem)
+    try:
+        document = strict_json.loads(text)
+    except strict_json.JsonRefused as exc:
+        return Refusal(None, PARSE_ERROR, f"the message {exc}")
+    if not isinstance(document, dict):
+        return Refusal(None, INVALID_REQUEST, "the message is not a JSON object")
+    if "id" in document and not _is_id(document["id"]):
+        given = _JSON_NAMES.get(type(document["id"]), "that")
+        return Refusal(None, INVALID_REQUEST, f"the message's id must be a string or an integer, not {given}")
+    try:
+        return mcp_types.jsonrpc_message_adapter.validate_python(document, by_name=False)
+    except pydantic.ValidationError as exc:
+        kind = _kind(document)
+        errors = exc.errors()
+        first = next((error for error in errors if error["loc"][:1] == (kind,)), errors[0])
+        where = ".".join(str(part) for part in first["loc"][1:])
+        problem = f"is not a JSON-RPC 2.0 {kind[7:].lower()}: {where}: {first['msg']}"
+        return _refused(text, INVALID_REQUEST, problem, document)
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
+def _kind(document: dict[str, Any]) -> str:
+    """Which JSON-RPC message ``document`` means to be, by the keys it has."""
+    if "method" in document:
+        return "JSONRPCRequest" if "id" in document else "JSONRPCNotification"
+    return "JSONRPCError" if "error" in document else "JSONRPCResponse"
+
+
+def _refused(text: str, code: int, problem: str, document: Any = None) -> Refusal:
+    """A refusal carrying the id of the request on ``text``, if it shows one."""
+    if document is None:
+        try:
+            document = strict_json.loads(text)
+        except strict_json.JsonRefused:
+            return Refusal(None, code, f"the message {problem}")
+    if not isinstance(document, dict):
+        return Refusal(None, code, f"the message {problem}")
+    request_id = document.get("id")
+    notification = "id" not in document and "method" in document
+    return Refusal(
+        request_id if _is_id(request_id) else None, code, f"the message {problem}", reply=not notification
+    )
+
+
+class _Sends(Protocol):
+    async def send(self, item: SessionMessage, /) -> None: ...
+
+
+@asynccontextmanager
+async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
+    """The read and write streams of an MCP session on stdin and stdout, as the SDK's
+    stdio_server gives them, but with stdin read by read_message."""
+    import io
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    # The SDK still owns stdout (one writer, so replies never interleave); its stdin is
+    # given an empty file, and the real one is read below.
+    async with stdio_server(stdin=anyio.wrap_file(io.StringIO())) as (_, write_stream):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_relay, sys.stdin.buffer, send, write_stream)
+            try:
+                yield receive, write_stream
+            finally:
+                tasks.cancel_scope.cancel()
+
+
+async def _relay(stdin: BinaryIO, messages: Any, replies: _Sends) -> None:
+    """Read stdin to its end: each message to ``messages``, each refusal's reply to ``replies``."""
+    import anyio
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
+    async with messages:
+        while line := await anyio.to_thread.run_sync(stdin.readline, abandon_on_cancel=True):
+            outcome = read_message(line)
+            if outcome is None:
+                continue
+            if not isinstance(outcome, Refusal):
+                await messages.send(SessionMessage(outcome))
+                continue
+            print(f"pyevidence mcp: refused: {outcome.message}", file=sys.stderr, flush=True)
+            if outcome.reply:
+                error = mcp_types.ErrorData(code=outcome.code, message=outcome.message)
+                reply = mcp_types.JSONRPCError(jsonrpc="2.0", id=outcome.request_id, error=error)
+                await replies.send(SessionMessage(reply))

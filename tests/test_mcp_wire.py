@@ -1,0 +1,195 @@
+"""pyevidence mcp's wire: every request line the client sends gets exactly one reply.
+
+The class of bug: a line the MCP SDK's own reader could not parse (a lone surrogate escape,
+which JSON.stringify writes for half of a cut emoji; bytes that are not UTF-8; text that is
+not JSON) was dropped without a reply, and the client waited for ever.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import mcp_installed
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyevidence import EvidenceStore
+
+if not mcp_installed():
+    pytest.skip("the mcp extra is not installed (pip install -e '.[mcp]')", allow_module_level=True)
+
+import mcp_types
+
+from pyevidence.interfaces.mcp_wire import INVALID_REQUEST, PARSE_ERROR, Refusal, read_message
+
+FAR = 10**12
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+              "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}}  # fmt: skip
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def retrieve(request_id: Any, query: str) -> str:
+    """A tools/call line as JSON.stringify writes it: non-ASCII escaped, lone surrogates too."""
+    params = {"name": "retrieve_evidence", "arguments": {"query": query}}
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+
+
+def session(
+    tmp_path: Path, lines: list[bytes]
+) -> tuple[dict[Any, dict[str, Any]], list[dict[str, Any]], str]:
+    """Send ``lines`` after the handshake, close stdin: the replies by id, those with no id, stderr."""
+    db = tmp_path / "e.db"
+    with EvidenceStore(db, engine="python") as store:
+        store.put(tenant="team-a", record_id="queue", revision="v1", kind="runbook", expires_at=FAR,
+                  source="runbook://queue", body="queue lag: restart the consumer 🙂")  # fmt: skip
+    handshake = [json.dumps(INITIALIZE).encode(), json.dumps(INITIALIZED).encode()]
+    server = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pyevidence",
+            "mcp",
+            "--db",
+            str(db),
+            "--tenant",
+            "team-a",
+            "--revision",
+            "v1",
+        ],
+        input=b"\n".join(handshake + lines) + b"\n",
+        capture_output=True,
+        timeout=120,
+    )
+    assert server.returncode == 0, server.stderr.decode()
+    replies = [json.loads(line) for line in server.stdout.decode().splitlines()]
+    by_id = {reply["id"]: reply for reply in replies if reply["id"] is not None}
+    anonymous = [reply for reply in replies if reply["id"] is None]
+    assert len(by_id) + len(anonymous) == len(replies), f"two replies share an id: {replies}"
+    return by_id, anonymous, server.stderr.decode()
+
+
+def test_every_request_gets_one_reply_whatever_its_line_holds(tmp_path: Path) -> None:
+    latin1 = retrieve("four", "café").encode().replace(b"\\u00e9", b"\xe9")
+    lines = [
+        retrieve(2, "queue lag \ud83d").encode(),  # a lone surrogate: the tool's own rule answers
+        retrieve(3, "queue lag 🙂").encode(),  # the surrogate pair whole: a result
+        latin1,  # é in Latin-1, not UTF-8
+        b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": ',  # cut short: no id to be read
+        b'{"jsonrpc": "1.0", "id": 6, "method": "ping"}',
+        b'{"jsonrpc": "2.0", "id": 7, "id": 8, "method": "ping"}',
+        b'{"jsonrpc": "2.0", "id": 9.5, "method": "ping"}',
+        b'{"jsonrpc": "2.0", "method": 10}',  # a notification: no reply, logged
+        b"",
+        b'{"jsonrpc": "2.0", "id": 11, "method": "ping"}',  # the session goes on
+    ]
+    by_id, anonymous, stderr = session(tmp_path, lines)
+    assert set(by_id) == {1, 2, 3, "four", 6, 11}
+    assert by_id[2]["result"]["isError"] is True
+    assert by_id[2]["result"]["structuredContent"] == {
+        "error": "query: is not valid Unicode text (lone surrogate at index 10)",
+        "field": "query",
+    }
+    assert by_id[3]["result"]["structuredContent"]["hits"][0]["record_id"] == "queue"
+    assert by_id["four"]["error"] == {
+        "code": PARSE_ERROR,
+        "message": f"the message is not UTF-8 (byte {latin1.index(0xE9)} is 0xe9); send JSON text in UTF-8",
+    }
+    assert by_id[6]["error"]["code"] == INVALID_REQUEST
+    assert "jsonrpc" in by_id[6]["error"]["message"]
+    assert by_id[11]["result"] == {}
+    # The lines with no id to be read (5, 7-8, 9.5) are answered with id null, in their order.
+    assert [reply["error"]["message"] for reply in anonymous] == [
+        "the message is not valid JSON: Expecting value: line 1 column 63 (char 62)",
+        "the message repeats the key 'id' in one object",
+        "the message's id must be a string or an integer, not a number with a fraction or an exponent",
+    ]
+    assert stderr.count("pyevidence mcp: refused:") == 6  # the notification's too
+    assert "Traceback" not in stderr
+
+
+NOT_JSON = "the message is not valid JSON: "
+NOT_AN_ID = "the message's id must be a string or an integer, not "
+NOT_A_STRING = "method: Input should be a valid string"
+REFUSED_LINES = [
+    (b"not json", Refusal(None, PARSE_ERROR, NOT_JSON + "Expecting value: line 1 column 1 (char 0)")),
+    (
+        b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "x": NaN}',
+        Refusal(None, PARSE_ERROR, NOT_JSON + "NaN is not a number JSON allows"),
+    ),
+    (b"[1, 2]", Refusal(None, INVALID_REQUEST, "the message is not a JSON object")),
+    (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}', Refusal(None, INVALID_REQUEST, NOT_AN_ID + "null")),
+    (
+        b'{"jsonrpc": "2.0", "id": true, "method": "ping"}',
+        Refusal(None, INVALID_REQUEST, NOT_AN_ID + "true or false"),
+    ),
+    (
+        b'{"jsonrpc": "2.0", "id": 3, "method": ["ping"]}',
+        Refusal(3, INVALID_REQUEST, "the message is not a JSON-RPC 2.0 request: " + NOT_A_STRING),
+    ),
+    (
+        b'{"jsonrpc": "2.0", "method": 3}',
+        Refusal(
+            None, INVALID_REQUEST, "the message is not a JSON-RPC 2.0 notification: " + NOT_A_STRING, False
+        ),
+    ),
+    (
+        b'{"id": "x", "method": "ping"}\xff',
+        Refusal(None, PARSE_ERROR, "the message is not UTF-8 (byte 29 is 0xff); send JSON text in UTF-8"),
+    ),
+    (b"   \r\n", None),
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), REFUSED_LINES)
+def test_a_line_that_is_not_a_message_is_refused_with_its_reason(
+    line: bytes, expected: Refusal | None
+) -> None:
+    assert read_message(line) == expected
+
+
+def test_a_lone_surrogate_reaches_the_server_as_it_was_sent() -> None:
+    message = read_message(retrieve(7, "lag \udc00 x").encode())
+    assert isinstance(message, mcp_types.JSONRPCRequest)
+    assert message.id == 7 and message.params == {
+        "name": "retrieve_evidence",
+        "arguments": {"query": "lag \udc00 x"},
+    }
+
+
+requests = st.fixed_dictionaries(
+    {"jsonrpc": st.sampled_from(["2.0", "1.0", 2]), "id": st.integers(-(2**53), 2**53) | st.text(max_size=5)},
+    optional={"method": st.text(max_size=8) | st.integers(), "params": st.dictionaries(st.text(), st.text())},
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(requests, st.binary(max_size=3), st.integers(min_value=0))
+def test_a_request_is_passed_on_or_refused_with_its_own_id(
+    request: dict[str, Any], junk: bytes, at: int
+) -> None:
+    """Whatever a request holds, and whatever bytes are spliced into it, its line is passed on
+    with the id it shows or refused with a reply, never dropped; a line that still shows a
+    request's id is answered with that id."""
+    line = json.dumps(request).encode()
+    cut = at % (len(line) + 1)
+    for candidate in (line, line[:cut] + junk + line[cut:]):
+        outcome = read_message(candidate)
+        try:
+            shown = json.loads(candidate)
+        except ValueError:
+            shown = None
+        has_id = isinstance(shown, dict) and "id" in shown
+        if isinstance(outcome, Refusal):
+            assert outcome.message.startswith("the message")
+            if has_id and candidate == line:
+                assert outcome.reply and outcome.request_id == request["id"]
+            elif has_id:
+                assert outcome.reply
+        else:
+            assert outcome is not None
+            assert getattr(outcome, "id", None) == (shown["id"] if has_id else None)
