@@ -25,7 +25,7 @@ if not mcp_installed():
 
 import mcp_types
 
-from pyevidence.interfaces.mcp_wire import INVALID_REQUEST, PARSE_ERROR, Refusal, read_message
+from pyevidence.interfaces.mcp_wire import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, Refusal, read_message
 
 FAR = 10**12
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
@@ -140,6 +140,14 @@ REFUSED_LINES = [
     (
         b'{"id": "x", "method": "ping"}\xff',
         Refusal(None, PARSE_ERROR, "the message is not UTF-8 (byte 29 is 0xff); send JSON text in UTF-8"),
+    ),
+    (
+        b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "x", "arguments": "q"}}',
+        Refusal(4, INVALID_PARAMS, "the message's params.arguments: Input should be a valid dictionary"),
+    ),
+    (
+        b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"arguments": {}}}',
+        Refusal(5, INVALID_PARAMS, "the message's params.name: Field required"),
     ),
     (b"   \r\n", None),
 ]

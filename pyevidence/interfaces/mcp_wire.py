@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 # JSON-RPC 2.0's codes (also in mcp_types, which the base install does not have).
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
 _JSON_NAMES = {
     type(None): "null",
     bool: "true or false",
@@ -74,7 +75,7 @@ def read_message(line: bytes) -> mcp_types.JSONRPCMessage | Refusal | None:
         given = _JSON_NAMES.get(type(document["id"]), "that")
         return Refusal(None, INVALID_REQUEST, f"the message's id must be a string or an integer, not {given}")
     try:
-        return mcp_types.jsonrpc_message_adapter.validate_python(document, by_name=False)
+        message = mcp_types.jsonrpc_message_adapter.validate_python(document, by_name=False)
     except pydantic.ValidationError as exc:
         kind = _kind(document)
         errors = exc.errors()
@@ -82,6 +83,16 @@ def read_message(line: bytes) -> mcp_types.JSONRPCMessage | Refusal | None:
         where = ".".join(str(part) for part in first["loc"][1:])
         problem = f"is not a JSON-RPC 2.0 {kind[7:].lower()}: {where}: {first['msg']}"
         return _refused(text, INVALID_REQUEST, problem, document)
+    if isinstance(message, mcp_types.JSONRPCRequest) and message.method == "tools/call":
+        # The SDK answers bad tools/call params with a bare "Invalid request parameters";
+        # an agent needs to know which field to mend.
+        try:
+            mcp_types.CallToolRequestParams.model_validate(message.params or {}, by_name=False)
+        except pydantic.ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            return Refusal(message.id, INVALID_PARAMS, f"the message's params.{where}: {first['msg']}")
+    return message
 
 
 def _is_id(value: object) -> bool:
