@@ -56,6 +56,7 @@ struct EvidenceStore {
   EvidenceSearcher *pSearcher; /* retrieve through the token index */
   char *zErr;                  /* the last error message, or 0 */
   char *zDenied;               /* why the read-only gate refused the current query, or 0 */
+  sqlite3_str *pSchemaNames;   /* the schema's tables and views while a read-only query runs */
 };
 
 /* Records an error message; returns rc so callers can `return storeError(...)`. */
@@ -133,6 +134,7 @@ void evidence_store_close(EvidenceStore *p) {
   sqlite3_close(p->db);
   sqlite3_free(p->zErr);
   sqlite3_free(p->zDenied);
+  sqlite3_free(sqlite3_str_finish(p->pSchemaNames));
   sqlite3_free(p);
 }
 
@@ -397,6 +399,17 @@ static const struct ReadOnlyPragma {
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Tables read-only SQL may read besides the database's own tables and views (its
+** schema, read as each query starts): the schema table, and the table-valued
+** functions that only compute from their arguments or read the store. A pragma's
+** table (pragma_table_info) follows the pragma's entry above. Refused, among every
+** other module a later SQLite or an extension adds: sqlite_stmt (the connection's
+** prepared statements and their counters), sqlite_dbpage and dbstat (the file's
+** raw pages and their layout), and sqlite-vec's vec_each and vec_npy_each. */
+static const char *const azReadOnlyTable[] = {"sqlite_master",      "sqlite_schema",  "sqlite_temp_master",
+                                              "sqlite_temp_schema", "json_each",      "json_tree",
+                                              "evidence_eligible",  "evidence_search"};
+
 static const char zReadOnlyMessage[] =
     "only read-only statements are allowed here; write with put and forget";
 
@@ -433,6 +446,28 @@ static int readOnlyPragma(EvidenceStore *p, const char *zName, const char *zArg)
                                          zName));
 }
 
+/* Whether read-only SQL may read table zName: the schema's own, or one listed. */
+static int readOnlyTable(EvidenceStore *p, const char *zName) {
+  size_t i;
+  if (zName == 0) return readOnlyDeny(p, 0);
+  for (i = 0; i < COUNT_OF(azReadOnlyTable); i++) {
+    if (sqlite3_stricmp(zName, azReadOnlyTable[i]) == 0) return SQLITE_OK;
+  }
+  if (sqlite3_strnicmp(zName, "pragma_", 7) == 0) return readOnlyPragma(p, zName + 7, 0);
+  if (p->pSchemaNames) { /* each name ends with a NUL byte, which no name can hold */
+    const char *zNames = sqlite3_str_value(p->pSchemaNames);
+    const char *zEnd = zNames + sqlite3_str_length(p->pSchemaNames);
+    while (zNames && zNames < zEnd) {
+      if (sqlite3_stricmp(zName, zNames) == 0) return SQLITE_OK;
+      zNames += strlen(zNames) + 1;
+    }
+  }
+  return readOnlyDeny(p, sqlite3_mprintf("table %s is not allowed in read-only SQL; it allows the database's"
+                                         " own tables and views, and only the table-valued functions that"
+                                         " just read (see store.query())",
+                                         zName));
+}
+
 /* The authorizer of read-only queries, on while they are prepared and stepped:
 ** reading, functions and pragmas of the lists above, nothing else (transactions,
 ** savepoints, ATTACH, DETACH, and every write, which sqlite3_stmt_readonly()
@@ -443,8 +478,8 @@ static int readOnlyAuthorizer(void *pArg, int op, const char *z1, const char *z2
   (void)zDb;
   switch (op) {
     case SQLITE_SELECT:
-    case SQLITE_READ:
     case SQLITE_RECURSIVE: return SQLITE_OK;
+    case SQLITE_READ: return readOnlyTable(p, z1);
     case SQLITE_FUNCTION: return readOnlyFunction(p, z2);
     case SQLITE_PRAGMA: return readOnlyPragma(p, z1, z2);
     case SQLITE_UPDATE:
@@ -517,6 +552,30 @@ static int storeQueryRun(EvidenceStore *p, sqlite3_stmt *pStmt, const char *zTai
   return SQLITE_OK;
 }
 
+/* Reads the names of the database's tables and views into p->pSchemaNames, for
+** readOnlyTable: the snapshot of one query, taken before the gate is on. */
+static int readOnlySchemaNames(EvidenceStore *p) {
+  static const char zSql[] =
+      "SELECT name FROM main.sqlite_schema WHERE type IN ('table', 'view')"
+      " UNION ALL SELECT name FROM temp.sqlite_schema WHERE type IN ('table', 'view')";
+  sqlite3_stmt *pNames = 0;
+  int rc = sqlite3_prepare_v2(p->db, zSql, -1, &pNames, 0);
+  sqlite3_free(sqlite3_str_finish(p->pSchemaNames));
+  p->pSchemaNames = sqlite3_str_new(p->db);
+  if (rc == SQLITE_OK) {
+    while ((rc = sqlite3_step(pNames)) == SQLITE_ROW) {
+      const char *zName = (const char *)sqlite3_column_text(pNames, 0);
+      if (zName) sqlite3_str_append(p->pSchemaNames, zName, (int)strlen(zName) + 1);
+    }
+  }
+  if (rc == SQLITE_DONE) rc = sqlite3_str_errcode(p->pSchemaNames);
+  sqlite3_finalize(pNames);
+  if (rc == SQLITE_OK) return rc;
+  sqlite3_free(sqlite3_str_finish(p->pSchemaNames));
+  p->pSchemaNames = 0;
+  return rc == SQLITE_NOMEM ? storeError(p, rc, "out of memory") : storeDbError(p, rc);
+}
+
 int evidence_store_query(EvidenceStore *p, const char *sql, size_t sql_len, const EvidenceValue *params,
                          int n_params, int read_only, EvidenceTable **out) {
   sqlite3_stmt *pStmt = 0;
@@ -528,7 +587,11 @@ int evidence_store_query(EvidenceStore *p, const char *sql, size_t sql_len, cons
   ** own statement on the first row. */
   sqlite3_free(p->zDenied);
   p->zDenied = 0;
-  if (read_only) sqlite3_set_authorizer(p->db, readOnlyAuthorizer, p);
+  if (read_only) {
+    rc = readOnlySchemaNames(p);
+    if (rc != SQLITE_OK) return rc;
+    sqlite3_set_authorizer(p->db, readOnlyAuthorizer, p);
+  }
   rc = sqlite3_prepare_v2(p->db, sql, (int)sql_len, &pStmt, &zTail);
   if (rc == SQLITE_OK) {
     rc = storeQueryRun(p, pStmt, zTail, (size_t)(sql + sql_len - zTail), params, n_params, read_only, out);
@@ -538,7 +601,11 @@ int evidence_store_query(EvidenceStore *p, const char *sql, size_t sql_len, cons
     storeDbError(p, rc);
   }
   sqlite3_finalize(pStmt);
-  if (read_only) sqlite3_set_authorizer(p->db, 0, 0);
+  if (read_only) {
+    sqlite3_set_authorizer(p->db, 0, 0);
+    sqlite3_free(sqlite3_str_finish(p->pSchemaNames));
+    p->pSchemaNames = 0;
+  }
   return rc;
 }
 

@@ -1,6 +1,7 @@
 """Child process of test_sql_gate.py's sweep: calls every function and every pragma the
 linked SQLite (plus pyevidence and, when installed, sqlite-vec) offers through
-store.query(), and prints what happened to each as JSON. A crash kills only this
+store.query(), reads every virtual-table module as a table, and prints what happened to
+each as JSON. A crash kills only this
 process, and the test reports it.
 
     python tests/sql_gate_sweep.py STORE.db
@@ -109,7 +110,7 @@ def outcome(store: EvidenceStore, sql: str, params: list[Any], ranges: list[tupl
 
 
 def main(path: Path) -> None:
-    report: dict[str, Any] = {"functions": {}, "pragmas": {}, "sqlite_vec": False}
+    report: dict[str, Any] = {"functions": {}, "pragmas": {}, "modules": {}, "sqlite_vec": False}
     with EvidenceStore(path, engine="native") as store:
         store.put(
             tenant="team-a",
@@ -157,6 +158,15 @@ def main(path: Path) -> None:
                 if digest(path) != before:
                     results[-1][2] = "wrote to the database"
                     before = digest(path)
+        # Every virtual-table module read as a table: the eponymous ones answer, or are
+        # refused; the others are not tables at all ("no such table").
+        for (name,) in store.query("SELECT name FROM pragma_module_list ORDER BY 1").rows:
+            if not name.startswith("pragma_"):  # the pragmas' tables, swept above
+                sql = f'SELECT * FROM "{name}" LIMIT 3'
+                report["modules"][name] = outcome(store, sql, [], ranges)
+                if digest(path) != before:
+                    report["modules"][name] = "wrote to the database"
+                    before = digest(path)
         report["settings_after"] = [list(row) for row in store.query(settings_sql).rows]
         # Controls: the detectors work. Ungated (the store's own path), fts3_tokenizer
         # returns a pointer and a pragma with a value writes.
@@ -167,16 +177,18 @@ def main(path: Path) -> None:
     print(json.dumps(report))
 
 
-def allow_lists(source: str) -> tuple[set[str], set[str]]:
-    """The function and pragma allow-lists, read from the one C array each (evidence_store.c)."""
+def allow_lists(source: str) -> tuple[set[str], set[str], set[str]]:
+    """The function, pragma and table allow-lists, read from the one C array each
+    (evidence_store.c)."""
     functions = re.search(r"azReadOnlyFunction\[\] = \{(.*?)\};", source, re.S)
     pragmas = re.search(r"aReadOnlyPragma\[\] = \{(.*?)\};", source, re.S)
-    assert functions and pragmas, "the allow-lists moved: update tests/sql_gate_sweep.py"
+    tables = re.search(r"azReadOnlyTable\[\] = \{(.*?)\};", source, re.S)
+    assert functions and pragmas and tables, "the allow-lists moved: update tests/sql_gate_sweep.py"
 
     def names(text: str) -> set[str]:
         return set(re.findall(r'"([^"]+)"', re.sub(r"/\*.*?\*/", "", text, flags=re.S)))
 
-    return names(functions.group(1)), names(pragmas.group(1))
+    return names(functions.group(1)), names(pragmas.group(1)), names(tables.group(1))
 
 
 if __name__ == "__main__":

@@ -59,6 +59,40 @@ def test_query_refuses_functions_not_known_to_be_harmless(db: Path, sql: str, na
     assert done.stdout == ""
 
 
+@pytest.mark.parametrize(
+    ("sql", "name"),
+    [
+        ("SELECT sql FROM sqlite_stmt", "sqlite_stmt"),
+        ("SELECT count(*) FROM dbstat", "dbstat"),
+        ("SELECT record_id FROM evidence WHERE EXISTS (SELECT 1 FROM sqlite_stmt)", "sqlite_stmt"),
+        ("WITH s AS (SELECT * FROM dbstat) SELECT count(*) FROM s", "dbstat"),
+    ],
+)
+def test_query_refuses_tables_of_modules_not_known_to_only_read(db: Path, sql: str, name: str) -> None:
+    """sqlite_stmt shows the connection's own statements and counters, dbstat the file's
+    page layout: neither is the store's data, and neither is on the list."""
+    with EvidenceStore(db, engine="native") as store:
+        with pytest.raises(StoreError) as info:
+            store.query(sql)
+        assert f"table {name} {FUNCTION_REFUSED}" in str(info.value)
+    done = sql_cli(str(db), sql)
+    assert done.returncode == 1 and f"table {name} {FUNCTION_REFUSED}" in done.stderr
+
+
+def test_query_reads_every_table_and_view_of_the_database_and_the_listed_tables(db: Path) -> None:
+    with EvidenceStore(db, engine="native") as store:
+        names = [
+            name
+            for (name,) in store.query("SELECT name FROM sqlite_schema WHERE type IN ('table', 'view')").rows
+        ]
+        assert "evidence_versions" in names and "evidence" in names
+        for name in names:
+            store.query(f'SELECT * FROM "{name}" LIMIT 1')
+        assert store.query("SELECT count(*) FROM json_each('[1, 2]')").rows == ((2,),)
+        assert store.query("SELECT count(*) FROM evidence_eligible('team-a', 'v1', 0)").rows == ((1,),)
+        assert store.query("SELECT count(*) FROM pragma_table_info('evidence')").rows[0][0] > 5
+
+
 def test_fts3_tokenizer_cannot_swap_a_pointer_and_crash_the_process(tmp_path: Path) -> None:
     """The exploit: read the 'simple' tokenizer's pointer, replace it with 8 bytes, then
     MATCH on an FTS3 table. Before the gate this segfaulted the process."""
@@ -242,13 +276,14 @@ def test_invalid_stored_text_is_reported_as_what_it_is(db: Path) -> None:
 def test_sweep_every_function_and_pragma_is_refused_by_name_or_allow_listed_and_harmless(
     tmp_path: Path,
 ) -> None:
-    """Every function (PRAGMA function_list) and pragma (PRAGMA pragma_list) of the linked
-    SQLite, pyevidence and sqlite-vec (when installed), called through store.query() with
-    several argument rows: each is refused with a message naming it, unless it is on the
-    allow-list in csrc/evidence_store.c, where it runs without writing the file, changing
-    the connection's settings, leaking a pointer or crashing the process."""
+    """Every function (PRAGMA function_list), pragma (PRAGMA pragma_list) and virtual-table
+    module (PRAGMA module_list) of the linked SQLite, pyevidence and sqlite-vec (when
+    installed), called through store.query(), functions with several argument rows: each
+    is refused with a message naming it, unless it is on the allow-list in
+    csrc/evidence_store.c, where it runs without writing the file, changing the
+    connection's settings, leaking a pointer or crashing the process."""
     source = (Path(__file__).parent.parent / "csrc" / "evidence_store.c").read_text()
-    allowed_functions, allowed_pragmas = allow_lists(source)
+    allowed_functions, allowed_pragmas, allowed_tables = allow_lists(source)
     sweep = Path(__file__).parent / "sql_gate_sweep.py"
     done = subprocess.run(
         [sys.executable, str(sweep), str(tmp_path / "sweep.db")], capture_output=True, text=True, check=False
@@ -293,6 +328,17 @@ def test_sweep_every_function_and_pragma_is_refused_by_name_or_allow_listed_and_
                 for sql, o in outcomes.items()
                 if refusal not in o and not (o.startswith("error") and any(u in o for u in unreached))
             ]
+    assert {"sqlite_stmt", "json_each", "evidence_search"} <= set(report["modules"])
+    for name, outcome in report["modules"].items():
+        if name in allowed_tables:
+            problems += [f"table {name}: {outcome}"] if outcome.split(":")[0] not in ("ran", "error") else []
+        # A module that is not eponymous is no table ("no such table"); fts4aux fails to
+        # construct before anything is read.
+        elif f"table {name} is not allowed in read-only SQL" not in outcome and not (
+            outcome.startswith("error") and ("no such table" in outcome or "fts4aux constructor" in outcome)
+        ):
+            problems.append(f"table {name}: {outcome}")
     assert problems == []
     if report["sqlite_vec"]:
         assert "vec_distance_cosine" in report["functions"]
+        assert "refused" in report["modules"]["vec_each"]

@@ -226,9 +226,12 @@ static void testReadOnlyGate(EvidenceStore *p) {
       {"PRAGMA optimize", "pragma optimize is not allowed in read-only SQL"},
       {"SELECT * FROM pragma_optimize", "pragma optimize is not allowed in read-only SQL"},
       {"PRAGMA cache_size = 1", "pragma cache_size with a value is not allowed in read-only SQL"},
+      {"SELECT sql FROM sqlite_stmt", "table sqlite_stmt is not allowed in read-only SQL"},
+      {"SELECT 1 WHERE EXISTS (SELECT * FROM dbstat)", "table dbstat is not allowed in read-only SQL"},
   };
   static const char *const azAllowed[] = {"SELECT upper('a'), json_array(1) ->> 0, token_overlap('a', 'a')",
-                                          "SELECT count(*) FROM pragma_function_list", "PRAGMA quick_check"};
+                                          "SELECT count(*) FROM pragma_function_list", "PRAGMA quick_check",
+                                          "SELECT count(*) FROM evidence_versions, json_each('[1]')"};
   EvidenceTable *t = 0;
   size_t i;
   for (i = 0; i < sizeof(aRefused) / sizeof(aRefused[0]); i++) {
