@@ -31,7 +31,6 @@ import csv
 import io
 import json
 import os
-import re
 import stat
 import sys
 import time
@@ -417,10 +416,6 @@ def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
         yield where, value
 
 
-# At most 19 digits: a bigger number is out of range anyway, and int() of a huge one raises.
-_WHOLE_NUMBER = re.compile(r"-?[0-9]{1,19}")
-
-
 def _text_lines(handle: IO[bytes], bad: list[tuple[int, int]]) -> Iterator[str]:
     """The file's lines, decoded one at a time, as csv reads them (a line ends at \\n, \\r\\n
     or \\r), the first without a byte order mark. A line that is not UTF-8 is noted in
@@ -490,8 +485,9 @@ def _csv_rows(handle: IO[bytes], limits: Limits) -> Iterator[Row]:
             fields: dict[str, Any] = dict(zip(header, cells, strict=True))
             if fields.get("tenant") == "":
                 del fields["tenant"]  # an empty tenant cell: the --tenant given, if any
-            if _WHOLE_NUMBER.fullmatch(fields["expires_at"].strip()):
-                fields["expires_at"] = int(fields["expires_at"])
+            expires_at = validation.whole_number_text(fields["expires_at"])
+            if expires_at is not None:
+                fields["expires_at"] = expires_at
             else:
                 reason = f"must be a whole number, got {fields['expires_at']!r}"
                 yield where, Problem(where, "expires_at", reason)

@@ -302,7 +302,7 @@ def test_cli_import_and_export_round_trip_through_stdin_and_a_file(tmp_path: Pat
     assert (again.returncode, again.stdout) == (0, "")
     assert out.read_text(encoding="utf-8") == exported.stdout
     refused = cli("export", "--db", str(tmp_path / "b.db"), "--tenant", "team-a", "--out", str(out))
-    assert refused.returncode == 1 and "File exists" in refused.stderr
+    assert refused.returncode == 2 and f"out: {out}: File exists" in refused.stderr
 
 
 def test_cli_import_reports_bad_lines_exits_2_and_writes_nothing(tmp_path: Path) -> None:

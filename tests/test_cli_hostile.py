@@ -358,3 +358,108 @@ def test_ctrl_c_in_the_first_batch_or_one_transaction_keeps_nothing(
     monkeypatch.setattr(EvidenceStore, "put_many", interrupted)
     code = main(["import", "--db", str(tmp_path / "ev.db"), str(tmp_path / "records.jsonl")])
     assert (code, capsys.readouterr().err) == (130, "pyevidence: interrupted\n")
+
+
+# Each command that prints its result on stdout, with what it needs to get that far.
+PRINTERS = {
+    "retrieve": [
+        "retrieve",
+        "--db",
+        "ev.db",
+        "--tenant",
+        "t",
+        "--revision",
+        "v1",
+        "--query",
+        "q",
+        "--now",
+        "1",
+    ],
+    "history": ["history", "--db", "ev.db", "--tenant", "t", "--record-id", "r"],
+    "verify": ["verify", "--db", "ev.db", "--tenant", "t"],
+    "check": ["check", "--db", "ev.db"],
+    "sql": ["sql", "ev.db", "SELECT 1"],
+    "doctor": ["doctor"],
+    "demo": ["demo"],
+    "export": ["export", "--db", "ev.db", "--tenant", "t"],
+}
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux) to fill the disk")
+@pytest.mark.parametrize("name", sorted(PRINTERS))
+def test_output_that_cannot_be_written_is_one_line_and_exit_1(name: str, tmp_path: Path) -> None:
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        store.put(**record(tenant="t", record_id="r"))
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "pyevidence", *PRINTERS[name]],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+            check=False,
+            timeout=120,
+        )
+    stderr = done.stderr.decode()
+    assert done.returncode == 1, stderr
+    assert stderr.startswith("pyevidence: error: ") and stderr.count("\n") == 1, stderr
+    assert "No space left on device" in stderr
+
+
+@pytest.mark.parametrize(
+    "text", ["1_000", "\uff11\uff12", "+5", "0x10", "1e3", "5.0", "", "99999999999999999999"]
+)
+def test_a_number_option_takes_what_a_csv_cell_takes(text: str, tmp_path: Path) -> None:
+    """One rule for a whole number written as text: the command line refuses what CSV import
+    refuses, by the same words, and writes nothing."""
+    args = dict(zip(PUT[::2], PUT[1::2], strict=True)) | {"--body": "b", "--expires-at": text}
+    done = run_cli("put", "--db", "new.db", *[x for pair in args.items() for x in pair], cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"argument --expires-at: must be a whole number, got {text!r}" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+    line = "tenant,record_id,revision,kind,source,expires_at,body\r\nt,r,v,runbook,s,{},b\r\n"
+    (tmp_path / "r.csv").write_text(line.format(f'"{text}"'), encoding="utf-8", newline="")
+    done = run_cli("import", "--db", "new.db", "r.csv", cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"expires_at: must be a whole number, got {text!r}" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv"]
+
+
+def test_a_number_option_takes_spaces_around_and_a_minus_sign(tmp_path: Path) -> None:
+    done = run_cli("retrieve", "--db", "ev.db", "--tenant", "t", "--revision", "v1", "--query", "q",
+                   "--now", " -12 ", "--limit", "3", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 1 and "no database at ev.db" in done.stderr  # past the numbers
+    assert "whole number" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["put", "--db", "new.db", *PUT, "--expires-at", "5", "--body-file", "missing.txt"],
+         "body_file: missing.txt: No such file or directory"),
+        (["put", "--db", "new.db", *PUT, "--expires-at", "5", "--body-file", "adir"],
+         "body_file: adir: Is a directory"),
+        (["import", "--db", "new.db", "missing.jsonl"], "file: missing.jsonl: No such file or directory"),
+        (["import", "--db", "new.db", "--format", "jsonl", "adir"], "file: adir: Is a directory"),
+        (["export", "--db", "ev.db", "--tenant", "t", "--out", "taken.jsonl"],
+         "out: taken.jsonl: File exists"),
+        (["export", "--db", "ev.db", "--tenant", "t", "--out", "nodir/x.jsonl"],
+         "out: nodir/x.jsonl: No such file or directory"),
+    ],
+)  # fmt: skip
+def test_a_file_argument_that_is_not_there_or_not_a_file_is_bad_input(
+    args: list[str], says: str, tmp_path: Path
+) -> None:
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        store.put(**record(tenant="t"))
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "taken.jsonl").write_text("kept\n")
+    done = run_cli(*args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert _one_line_error(done) == f"pyevidence: error: {says}\n"
+    # no database made, no output file left (a reader's open may leave ev.db's WAL files)
+    assert {p.name for p in tmp_path.iterdir()} - {"ev.db-wal", "ev.db-shm"} == {
+        "adir",
+        "ev.db",
+        "taken.jsonl",
+    }
+    assert (tmp_path / "taken.jsonl").read_text() == "kept\n"

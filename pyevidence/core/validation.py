@@ -7,6 +7,7 @@ rules as a guard for raw-SQL writers (tests/test_schema.py proves they agree).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from operator import attrgetter, itemgetter
@@ -21,6 +22,17 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 LIMIT_MIN = 1
 LIMIT_MAX = 10
+# A whole number written as text (a CSV cell, a command-line option): ASCII digits with an
+# optional minus sign, spaces around allowed. Not int()'s wider rule, which also takes
+# "1_000" and other scripts' digits (full-width "12"). At most 19 digits: a bigger number
+# is out of range anyway, and int() of a huge one is slow.
+_WHOLE_NUMBER = re.compile(r"\s*(-?[0-9]{1,19})\s*")
+
+
+def whole_number_text(text: str) -> int | None:
+    """The whole number ``text`` writes, or None when it writes none."""
+    found = _WHOLE_NUMBER.fullmatch(text)
+    return int(found.group(1)) if found else None
 
 
 def text(field: str, value: Any, *, allow_empty: bool = False, max_bytes: int | None = None) -> str:

@@ -15,7 +15,7 @@ from ..core.errors import ValidationError
 from ..core.records import KINDS
 from ..storage import paths
 from ..store import EvidenceStore
-from . import db_args
+from . import db_args, number_args
 from .progress import IndexProgress, announce_upgrade
 
 IMPORT_DESCRIPTION = "import records from JSONL or CSV (all or none), or one record per document of a folder"
@@ -29,7 +29,7 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="check every record, write nothing")
     parser.add_argument(
         "--batch-size",
-        type=int,
+        type=number_args.whole_number,
         metavar="N",
         help="commit every N records instead of the whole file at once (a failure keeps earlier batches)",
     )
@@ -39,7 +39,9 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
     )
     docs.add_argument("--kind", choices=KINDS, help="the documents' kind")
     docs.add_argument("--revision", help="the documents' revision")
-    docs.add_argument("--expires-at", type=int, metavar="N", help="the documents' logical expiry time")
+    docs.add_argument(
+        "--expires-at", type=number_args.whole_number, metavar="N", help="the documents' logical expiry time"
+    )
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:

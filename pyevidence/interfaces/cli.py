@@ -19,7 +19,7 @@ from ..core import jsonout, validation
 from ..core.errors import EvidenceError, SchemaError, ValidationError
 from ..core.records import KINDS
 from ..store import ENGINES, EvidenceStore
-from . import bulk_cli, cluster_node, db_args, demo, doctor, mcp_server
+from . import bulk_cli, cluster_node, db_args, demo, doctor, mcp_server, number_args
 from .progress import IndexProgress, announce_upgrade
 from .web import serve as web_serve
 
@@ -57,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", default=DEFAULT_BENCH_SIZES, help="eligible rows per run, comma-separated")
     p.add_argument("--full", action="store_true", help="also run 1,000,000 eligible rows")
     p.add_argument("--out", default="bench-results", metavar="DIR", help="where to write the results")
-    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--seed", type=number_args.whole_number, default=7)
     p.add_argument(
         "--writes",
         default="100000",
@@ -98,14 +98,24 @@ def _parser() -> argparse.ArgumentParser:
     body.add_argument("--body", help="the record text")
     body.add_argument("--body-file", metavar="PATH", help="read the text from PATH (- for stdin)")
     p.add_argument("--source", required=True, help="the citation to show for this record")
-    p.add_argument("--expires-at", required=True, type=int, metavar="N", help="logical expiry time")
+    p.add_argument(
+        "--expires-at", required=True, type=number_args.whole_number, metavar="N", help="logical expiry time"
+    )
 
     p = command("retrieve", "rank the in-scope records for a query")
     p.add_argument("--tenant", required=True)
     p.add_argument("--revision", required=True)
     p.add_argument("--query", required=True)
-    p.add_argument("--now", required=True, type=int, metavar="N", help="the caller's logical time")
-    p.add_argument("--limit", type=int, default=5, metavar="N", help="at most N hits, 1..10 (default 5)")
+    p.add_argument(
+        "--now", required=True, type=number_args.whole_number, metavar="N", help="the caller's logical time"
+    )
+    p.add_argument(
+        "--limit",
+        type=number_args.whole_number,
+        default=5,
+        metavar="N",
+        help="at most N hits, 1..10 (default 5)",
+    )
     p.add_argument(
         "--method",
         choices=("index", "scan"),
@@ -179,10 +189,10 @@ def _jsonable(value: Any) -> Any:
 
 def _numbers(field: str, text: str) -> list[int]:
     """A comma-separated list of whole numbers, as --sizes and --writes take them."""
-    try:
-        return [int(n) for n in text.split(",") if n.strip()]
-    except ValueError:
-        raise ValidationError(field, f"must be comma-separated whole numbers, got {text!r}") from None
+    numbers = [validation.whole_number_text(n) for n in text.split(",") if n.strip()]
+    if None in numbers:
+        raise ValidationError(field, f"must be comma-separated whole numbers, got {text!r}")
+    return [n for n in numbers if n is not None]
 
 
 def _bench(args: argparse.Namespace) -> Any:
@@ -308,8 +318,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader of stdout went away (| head): stop quietly, as other command-line tools do
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()
         return EXIT_STORE
+
+
+def _drop_stdout() -> None:
+    """Points stdout at the null device, so that the output it still holds cannot fail
+    again when Python flushes it at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+# The options that name a file to read or to create, and the errors that are about the path
+# given (missing, a directory, taken, not permitted), not about the disk or the store.
+_PATH_ARGUMENTS = ("body_file", "file", "out")
+_PATH_ERRORS = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+def _path_argument(args: argparse.Namespace, exc: OSError) -> str | None:
+    """The option whose path ``exc`` is about, if it is one of _PATH_ERRORS."""
+    if not isinstance(exc, _PATH_ERRORS) or exc.filename is None:
+        return None
+    for name in _PATH_ARGUMENTS:
+        value = getattr(args, name, None)
+        if value not in (None, "-") and os.fsdecode(value) == os.fsdecode(exc.filename):
+            return name
+    return None
 
 
 def _main(argv: list[str]) -> int:
@@ -330,7 +363,14 @@ def _main(argv: list[str]) -> int:
         return EXIT_INPUT
     except BrokenPipeError:
         raise  # not the store's: main() ends quietly
-    except (EvidenceError, OSError, UnicodeError) as exc:
+    except OSError as exc:
+        field = _path_argument(args, exc)
+        if field is None:
+            print(f"pyevidence: error: {exc}", file=sys.stderr)
+            return EXIT_STORE
+        print(f"pyevidence: error: {field}: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return EXIT_INPUT  # a file named on the command line that is not there, or not a file
+    except (EvidenceError, UnicodeError) as exc:
         print(f"pyevidence: error: {exc}", file=sys.stderr)
         return EXIT_STORE
     if output is None:
@@ -341,7 +381,15 @@ def _main(argv: list[str]) -> int:
         hint = "; select such values as text (CAST(x AS TEXT)) or NULL" if args.command == "sql" else ""
         print(f"pyevidence: error: {exc}{hint}", file=sys.stderr)
         return EXIT_STORE
-    sys.stdout.write(text)
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # a full disk, a closed descriptor: the output is not whole
+        _drop_stdout()
+        print(f"pyevidence: error: could not write the output: {exc}", file=sys.stderr)
+        return EXIT_STORE
     if args.command in ("verify", "check") and not output["ok"]:
         if args.command == "check":
             sys.stdout.flush()  # the report first, then what to do about it

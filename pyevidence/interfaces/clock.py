@@ -12,6 +12,7 @@ import time
 
 from ..core import validation
 from ..core.errors import ValidationError
+from . import number_args
 
 CLOCKS = ("wall", "logical")
 
@@ -23,7 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="wall",
         help="now: wall = this machine's clock in epoch seconds (default); logical = --now N",
     )
-    parser.add_argument("--now", type=int, metavar="N", help="the logical time, with --clock logical")
+    parser.add_argument(
+        "--now", type=number_args.whole_number, metavar="N", help="the logical time, with --clock logical"
+    )
 
 
 class Clock:
