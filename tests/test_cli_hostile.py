@@ -23,6 +23,7 @@ from pyevidence import EvidenceStore, bulk
 from pyevidence.bulk import ImportRefused
 from pyevidence.core.errors import SchemaError, StoreError, ValidationError
 from pyevidence.interfaces.cli import main
+from pyevidence.storage.schema import SCHEMA_VERSION
 
 PUT = ["--tenant", "t", "--record-id", "r", "--revision", "v", "--kind", "runbook", "--source", "s"]
 # Every command that takes --db, with the rest of the arguments it needs to get that far.
@@ -463,3 +464,42 @@ def test_a_file_argument_that_is_not_there_or_not_a_file_is_bad_input(
         "taken.jsonl",
     }
     assert (tmp_path / "taken.jsonl").read_text() == "kept\n"
+
+
+A_VERSION = "1-" + "0" * 64  # well formed, of no record
+READS_ONLY = {
+    "history": ["history", "--db", "old.db", "--tenant", "t", "--record-id", "r"],
+    "get-version": [
+        "get-version",
+        "--db",
+        "old.db",
+        "--tenant",
+        "t",
+        "--record-id",
+        "r",
+        "--version",
+        A_VERSION,
+    ],
+    "verify": ["verify", "--db", "old.db", "--tenant", "t"],
+    "export": ["export", "--db", "old.db", "--tenant", "t"],
+    "sql": ["sql", "old.db", "SELECT 1"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(READS_ONLY))
+def test_a_command_that_only_reads_says_how_to_upgrade_an_older_store_from_the_command_line(
+    name: str, tmp_path: Path
+) -> None:
+    """Not the API's "open it once without read_only=True", which a shell user cannot do."""
+    fixture = Path(__file__).parent / "fixtures" / "v3_store.db"
+    (tmp_path / "old.db").write_bytes(fixture.read_bytes())
+    done = run_cli(*READS_ONLY[name], cwd=tmp_path)
+    assert done.returncode == 1
+    assert _one_line_error(done) == (
+        f"pyevidence: error: old.db has pyevidence schema version 3, which this release upgrades to "
+        f"{SCHEMA_VERSION} when it opens it; this command only reads: open it once with a command "
+        "that writes, such as 'pyevidence check --db old.db'\n"
+    )
+    assert (tmp_path / "old.db").read_bytes() == fixture.read_bytes()
+    assert run_cli("check", "--db", "old.db", cwd=tmp_path).returncode == 0  # as it says
+    assert run_cli(*READS_ONLY[name], cwd=tmp_path).returncode == 0

@@ -44,6 +44,21 @@ class SchemaError(StoreError):
     """The file is not a pyevidence database of a version this release understands."""
 
 
+class UpgradeNeeded(SchemaError):
+    """A read-only open found a store of an older schema version, which only a writable
+    open upgrades. Each interface says how to open it writable: this message, the API's."""
+
+    def __init__(self, where: str, version: int, upgrades_to: int) -> None:
+        self.where, self.version, self.upgrades_to = where, version, upgrades_to
+        super().__init__(f"{self.older()}; open it once without read_only=True to upgrade it")
+
+    def older(self) -> str:
+        return (
+            f"{self.where} has pyevidence schema version {self.version}, which this release upgrades "
+            f"to {self.upgrades_to} when it opens it"
+        )
+
+
 # SQLite's primary result codes for "this file is not a usable database".
 _NOT_A_DATABASE = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 # ... and for "the disk refused": SQLITE_IOERR, SQLITE_FULL.

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import jsonout, validation
-from ..core.errors import EvidenceError, SchemaError, ValidationError
+from ..core.errors import EvidenceError, SchemaError, UpgradeNeeded, ValidationError
 from ..core.records import KINDS
 from ..store import ENGINES, EvidenceStore
 from . import bulk_cli, cluster_node, db_args, demo, doctor, mcp_server, number_args
@@ -171,6 +171,8 @@ def _read_as_it_is(path: str) -> EvidenceStore:
     """sql is read-only: it opens the store as it is (no schema written, no upgrade)."""
     try:
         return EvidenceStore(path, engine="native", read_only=True)
+    except UpgradeNeeded:
+        raise  # _main says how to upgrade it
     except SchemaError as exc:
         raise SchemaError(f"{exc}; 'pyevidence sql' reads a store as it is and never changes it") from None
 
@@ -370,6 +372,10 @@ def _main(argv: list[str]) -> int:
             return EXIT_STORE
         print(f"pyevidence: error: {field}: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return EXIT_INPUT  # a file named on the command line that is not there, or not a file
+    except UpgradeNeeded as exc:  # a command that only reads met an older store
+        how = f"open it once with a command that writes, such as 'pyevidence check --db {exc.where}'"
+        print(f"pyevidence: error: {exc.older()}; this command only reads: {how}", file=sys.stderr)
+        return EXIT_STORE
     except (EvidenceError, UnicodeError) as exc:
         print(f"pyevidence: error: {exc}", file=sys.stderr)
         return EXIT_STORE

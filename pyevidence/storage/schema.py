@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ..core.errors import SchemaError, StoreError
+from ..core.errors import SchemaError, StoreError, UpgradeNeeded
 from . import sqlite_file
 from .index import rebuild
 
@@ -216,10 +216,7 @@ def prepare(
         _refuse_foreign(query, where)  # another application's database is not ours to create in
         raise SchemaError(f"{where} has no pyevidence schema, and a read-only store cannot create one")
     if read_only and needs_migration(query):
-        raise SchemaError(
-            f"{where} has pyevidence schema version {_version(query)}, which this release upgrades to "
-            f"{SCHEMA_VERSION} when it opens it; open it once without read_only=True to upgrade it"
-        )
+        raise UpgradeNeeded(where, _version(query), SCHEMA_VERSION)
     ensure(query, script, where, build_index=build_index)
     for pragma in _AFTER_CHECK:
         if not (read_only and "journal_mode" in pragma):
