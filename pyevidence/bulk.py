@@ -160,6 +160,7 @@ def import_file(
     ``tenant`` is bad. Raises ImportRefused listing every bad record, with nothing
     written; with ``dry_run`` checks everything and writes nothing.
     """
+    _options(dry_run=dry_run, batch_size=batch_size, progress=progress)
     checked = check_file(source, tenant=tenant, format=format, limits=store._limits, progress=progress)
     return write(store, checked, dry_run=dry_run, batch_size=batch_size, progress=progress)
 
@@ -183,6 +184,7 @@ def import_dir(
     record's current version already holds exactly these fields is skipped: importing
     an unchanged directory again stores nothing.
     """
+    _options(dry_run=dry_run, progress=progress)
     checked = check_dir(
         directory,
         tenant=tenant,
@@ -204,6 +206,7 @@ def check_file(
     progress: Progress | None = None,
 ) -> Checked:
     """Read and check every record of a file, as import_file does, without a store."""
+    validation.callback("progress", progress, "(phase, done, fraction)")
     if source == "-":
         name = "stdin"
     elif isinstance(source, (str, os.PathLike)):
@@ -238,6 +241,7 @@ def check_dir(
     progress: Progress | None = None,
 ) -> Checked:
     """Read and check every document of a folder, as import_dir does, without a store."""
+    validation.callback("progress", progress, "(phase, done, fraction)")
     root = Path(directory)
     if not root.is_dir():
         raise ValidationError("directory", f"{root} is not a directory")
@@ -285,8 +289,7 @@ def write(
     """Write checked records with put_many: in one transaction, or ``batch_size`` at a
     time (see ImportInterrupted). Documents whose record already holds them are
     skipped. With ``dry_run`` nothing is written (the report says what would be)."""
-    if batch_size is not None:
-        validation.integer("batch_size", batch_size, minimum=1, maximum=2**31)
+    _options(dry_run=dry_run, batch_size=batch_size, progress=progress)
     records, wheres = checked.records, checked.wheres
     if checked.from_dir:
         keep = [i for i, record in enumerate(records) if not _is_current(store, record)]
@@ -296,11 +299,20 @@ def write(
     return ImportReport(read=len(checked.records), written=written, unchanged=unchanged, dry_run=dry_run)
 
 
+def _options(*, dry_run: bool, batch_size: int | None = None, progress: Progress | None = None) -> None:
+    """The options every import takes, checked before any record is read."""
+    validation.flag("dry_run", dry_run)
+    if batch_size is not None:
+        validation.integer("batch_size", batch_size, minimum=1, maximum=2**31)
+    validation.callback("progress", progress, "(phase, done, fraction)")
+
+
 def export_jsonl(store: EvidenceStore, out: IO[str], *, tenant: str, history: bool = False) -> ExportReport:
     """Write ``tenant``'s current records (by record_id) or, with ``history``, every
     stored version (in the order written) to ``out`` as JSONL, from one snapshot.
     Vectors are not exported; a store opened with an embedder computes them again on import."""
     tenant = validation.tenant(tenant, store._limits)
+    validation.flag("history", history)
     with store._engine_locked() as engine, engine.snapshot():
         if history:
             rows = engine.select(versions.CHAIN_SQL, (tenant,))
@@ -570,18 +582,22 @@ def _write(
     if progress is not None:
         progress(phase, 0, 0.0)
     for batch, start in enumerate(range(0, len(records), size), start=1):
+        committed = written
         try:
             written += store.put_many(records[start : start + size])
-        except StoreError as exc:
-            if batch == 1:
-                raise
-            raise ImportInterrupted(batch, written, wheres[written - 1] if wheres else None, exc) from exc
-        except KeyboardInterrupt as exc:  # stays a KeyboardInterrupt, saying what was kept
-            if batch > 1:
-                exc.add_note(_kept(batch, written, wheres[written - 1] if wheres else None))
+            if progress is not None:
+                progress(phase, written, written / len(records))
+        except BaseException as exc:
+            last = wheres[written - 1] if wheres and written else None
+            if isinstance(exc, StoreError) and written == committed:  # this batch failed
+                if written == 0:
+                    raise
+                raise ImportInterrupted(batch, written, last, exc) from exc
+            # Ctrl-C, or the caller's progress function failing once its batch committed:
+            # the exception stays what it is, with a note saying what was kept.
+            if written:
+                exc.add_note(_kept(batch + 1 if written > committed else batch, written, last))
             raise
-        if progress is not None:
-            progress(phase, written, written / len(records))
     return written
 
 

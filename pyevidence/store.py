@@ -139,18 +139,14 @@ class EvidenceStore:
         shown, target = paths.checked_name(path)
         if not isinstance(limits, Limits):
             raise ValidationError("limits", f"must be a pyevidence.Limits, got {type(limits).__name__}")
-        if not isinstance(read_only, bool):
-            raise ValidationError("read_only", f"must be True or False, got {read_only!r}")
+        validation.flag("read_only", read_only)
         if read_only and target == paths.MEMORY:
             raise ValidationError("read_only", "an in-memory database cannot be opened read-only")
         if embedder is not None and not isinstance(embedder, Embedder):
             raise ValidationError(
                 "embedder", f"must be a pyevidence.Embedder or None, got {type(embedder).__name__}"
             )
-        if progress is not None and not callable(progress):
-            raise ValidationError(
-                "progress", f"must be a function of (done, total) or None, got {type(progress).__name__}"
-            )
+        validation.callback("progress", progress, "(done, total)")
         self._limits = limits
         self._progress = progress
         self._read_only = read_only

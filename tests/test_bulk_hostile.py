@@ -185,3 +185,53 @@ def test_a_byte_order_mark_and_any_line_ending_are_read_in_both_formats(open_sto
         )
         assert bulk.import_file(store, io.BytesIO(csv_data), format="csv").written == 1
         assert store.history(tenant="a", record_id="c1")[-1].body == f"x{ending.decode()}y"
+
+
+def _lines(n: int) -> bytes:
+    return b"".join(("{" + GOOD.replace('"r"', f'"r{i}"') + ',"expires_at":9}\n').encode() for i in range(n))
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (lambda s, t: bulk.import_file(s, io.BytesIO(_lines(1)), format="jsonl", progress=5),
+         "progress: must be a function of (phase, done, fraction) or None, got int"),
+        (lambda s, t: bulk.import_file(s, io.BytesIO(_lines(1)), format="jsonl", dry_run=1),
+         "dry_run: must be True or False, got 1"),
+        (lambda s, t: bulk.import_dir(s, t, tenant="a", kind="runbook", revision="v1", expires_at=9,
+                                      dry_run="no"), "dry_run: must be True or False, got 'no'"),
+        (lambda s, t: bulk.check_file(io.BytesIO(_lines(1)), format="jsonl", progress="bar"),
+         "progress: must be a function of (phase, done, fraction) or None, got str"),
+        (lambda s, t: bulk.export_jsonl(s, io.StringIO(), tenant="a", history="yes"),
+         "history: must be True or False, got 'yes'"),
+    ],
+)  # fmt: skip
+def test_an_option_of_the_wrong_type_is_refused_before_anything_is_read(
+    open_store: Any, tmp_path: Path, call: Any, says: str
+) -> None:
+    store = open_store()
+    (tmp_path / "doc.md").write_text("queue lag")
+    with pytest.raises(bulk.ValidationError) as caught:
+        call(store, tmp_path)
+    assert str(caught.value) == says
+    assert store.history(tenant="a", record_id="r0") == ()
+    assert store.history(tenant="a", record_id="doc.md") == ()
+
+
+def test_a_progress_function_that_fails_after_a_batch_says_what_was_kept(open_store: Any) -> None:
+    """The batch contract holds for the caller's own failure too: the error says which
+    records stay, as ImportInterrupted and Ctrl-C do."""
+    store = open_store()
+
+    def fails_after_the_first_batch(phase: str, done: int, fraction: float | None) -> None:
+        if phase == bulk.WRITING and done >= 2:
+            raise RuntimeError("the progress bar broke")
+
+    with pytest.raises(RuntimeError, match="the progress bar broke") as caught:
+        bulk.import_file(store, io.BytesIO(_lines(5)), format="jsonl", progress=fails_after_the_first_batch,
+                         batch_size=2)  # fmt: skip
+    assert caught.value.__notes__ == [
+        "the first 2 records (batches 1 to 1, through line 2) were written and stay; none after them was"
+    ]
+    kept = [r for r in (f"r{i}" for i in range(5)) if store.history(tenant="a", record_id=r)]
+    assert kept == ["r0", "r1"]

@@ -29,6 +29,20 @@ LIMIT_MAX = 10
 _WHOLE_NUMBER = re.compile(r"\s*(-?[0-9]{1,19})\s*")
 
 
+def flag(field: str, value: Any) -> bool:
+    """True or False, and nothing that merely tests true (1, "yes")."""
+    if not isinstance(value, bool):
+        raise ValidationError(field, f"must be True or False, got {value!r}")
+    return value
+
+
+def callback(field: str, value: Any, takes: str) -> Any:
+    """A function or None; ``takes`` says what it is called with, for the message."""
+    if value is not None and not callable(value):
+        raise ValidationError(field, f"must be a function of {takes} or None, got {type(value).__name__}")
+    return value
+
+
 def whole_number_text(text: str) -> int | None:
     """The whole number ``text`` writes, or None when it writes none."""
     found = _WHOLE_NUMBER.fullmatch(text)
