@@ -77,7 +77,11 @@ def vector(model: str, values: object, field: str = "embedding") -> Vector:
     blob = struct.pack(f"<{len(components)}f", *components)
     packed = Vector(model, len(components), blob)
     if squared_norm(packed.components()) == 0.0:
-        raise ValidationError(field, "must not be the zero vector (in float32): it has no direction")
+        raise ValidationError(
+            field,
+            "has no length in float32 (the sum of its squared components rounds to 0), so it has no "
+            "direction to compare; scale it up, or leave it out",
+        )
     return packed
 
 
