@@ -488,6 +488,113 @@ def test_a_joining_node_needs_a_seed(tmp_path: Path) -> None:
     assert "node 2 has no cluster yet: give --join HOST:PORT of a running node" in run.stderr
 
 
+def _node(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    program = _node_program()
+    if program is None:
+        _needs_cluster()
+    env = {**os.environ, "PYEVIDENCE_NODE": str(program)}
+    return subprocess.run(
+        [sys.executable, "-m", "pyevidence", "node", *args], capture_output=True, text=True, env=env,
+        timeout=timeout,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("address", "says"),
+    [
+        ("127.0.0.1:99999", "--address must be HOST:PORT with a port of 1..65535, got 127.0.0.1:99999"),
+        ("127.0.0.1:abc", "--address must be HOST:PORT with a port of 1..65535"),
+        ("127.0.0.1:0", "--address must be HOST:PORT with a port of 1..65535"),
+        ("localhost:9001", "--address must be an IPv4 address of this machine and a port"),
+        ("[::1]:9001", "--address must be an IPv4 address of this machine and a port"),
+        ("0.0.0.0:9001", "0.0.0.0 names no one machine"),
+    ],
+)
+def test_an_address_the_node_would_not_listen_at_is_a_usage_error(
+    address: str, says: str, tmp_path: Path
+) -> None:
+    """Before, a port of 99999 was taken as 34463 and "abc" as any port: the node announced
+    an address it did not listen on, and the cluster stored it."""
+    run = _node("--id", "1", "--address", address, "--data", str(tmp_path / "n"))
+    assert run.returncode == 2 and says in run.stderr, run.stderr
+    assert not (tmp_path / "n").exists()
+
+
+def test_a_bad_seed_or_an_unknown_option_is_a_usage_error(tmp_path: Path) -> None:
+    run = _node(
+        "--id", "2", "--address", "127.0.0.1:9001", "--data", str(tmp_path / "n"), "--join", "nonsense"
+    )
+    assert (
+        run.returncode == 2 and "--join must be HOST:PORT with a port of 1..65535, got nonsense" in run.stderr
+    )
+    run = _node("--bogus")
+    assert run.returncode == 2 and "evidence_node: unknown option --bogus" in run.stderr
+
+
+def test_an_address_taken_or_not_this_machines_says_why(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = _node("--id", "1", "--address", f"127.0.0.1:{port}", "--data", str(tmp_path / "n"))
+    assert run.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in run.stderr, run.stderr
+    run = _node("--id", "1", "--address", "192.0.2.1:9001", "--data", str(tmp_path / "m"))  # TEST-NET-1
+    assert run.returncode == 1 and "that address is not one of this machine's" in run.stderr, run.stderr
+
+
+def test_a_node_stops_on_sigterm_while_it_still_tries_to_join(tmp_path: Path) -> None:
+    _needs_cluster()
+    node = Node(5, f"127.0.0.1:{_free_port()}", tmp_path / "n5", tmp_path / "n5.log")
+    env = {**os.environ, "PYEVIDENCE_NODE": str(_node_program())}
+    args = [
+        "--id",
+        "5",
+        "--address",
+        node.address,
+        "--data",
+        str(node.data),
+        "--join",
+        f"127.0.0.1:{_free_port()}",
+    ]
+    with node.log.open("ab") as log:
+        process = subprocess.Popen([sys.executable, "-m", "pyevidence", "node", *args], stderr=log, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while "listening on" not in node.log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0  # not after the join's 120 s
+    finally:
+        process.kill()
+    assert "node 5 stopping before it joined (SIGTERM)" in node.log.read_text()
+
+
+def test_an_id_the_cluster_has_already_is_refused_not_taken(tmp_path: Path) -> None:
+    """Another address under a member's id, or a member's id on an empty data directory (a node
+    that lost its state): both used to report "a voter of the cluster" and serve outside it."""
+    _needs_cluster()
+    three = Cluster.of_three(tmp_path)  # with one stopped, two still elect a leader
+    first, _, third = three.nodes
+    try:
+        three.start()
+        elsewhere = f"127.0.0.1:{_free_port()}"
+        run = _node(
+            "--id", "3", "--address", elsewhere, "--data", str(tmp_path / "other"), "--join", first.address
+        )
+        assert run.returncode == 1
+        assert f"node 3 is a member of the cluster already, at {third.address}" in run.stderr, run.stderr
+        assert third.stop() == 0
+        run = _node("--id", "3", "--address", third.address, "--data", str(tmp_path / "empty"), "--join",
+                    first.address)  # fmt: skip
+        assert run.returncode == 1
+        assert "this data directory holds no state of it" in run.stderr, run.stderr
+        third.start(join=[first.address])  # from its own data directory: still a member
+        assert third.log.read_text().count("node 3 is a voter of the cluster") == 2
+    finally:
+        three.stop_all()
+
+
 def test_a_crashing_node_writes_its_stack_to_its_log(tmp_path: Path) -> None:
     """A node that receives SIGSEGV writes where it was before it ends, and ends as the signal ends
     it (status -11), so a crash in CI or in production can be read from the log. The stack of this

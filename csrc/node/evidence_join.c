@@ -237,8 +237,9 @@ static int joinAskLeader(int fd, char *zLeader, size_t nLeader, char *zErr, int 
   return 0;
 }
 
-/* The role of node id in the leader's membership list, or ROLE_ABSENT. */
-static int joinAskRole(int fd, uint64_t id, int *pRole, char *zErr, int nErr) {
+/* The role of node id in the leader's membership list, or ROLE_ABSENT, and the
+** address it is a member at (zAt, "" if absent). */
+static int joinAskRole(int fd, uint64_t id, int *pRole, char *zAt, size_t nAt, char *zErr, int nErr) {
   unsigned char body[8];
   JoinBuf res;
   uint64_t n, nodeId, role;
@@ -246,12 +247,16 @@ static int joinAskRole(int fd, uint64_t id, int *pRole, char *zErr, int nErr) {
   bufPutU64(body, 1); /* format 1: with roles */
   if (joinRoundTrip(fd, REQ_CLUSTER, body, 8, RES_SERVERS, &res, zErr, nErr) != 0) return -1;
   *pRole = ROLE_ABSENT;
+  zAt[0] = 0;
   if (bufReadU64(&res, &n) != 0) goto malformed;
   for (uint64_t i = 0; i < n; i++) {
     if (bufReadU64(&res, &nodeId) != 0 || bufReadText(&res, &z) != 0 || bufReadU64(&res, &role) != 0) {
       goto malformed;
     }
-    if (nodeId == id) *pRole = (int)role;
+    if (nodeId == id) {
+      *pRole = (int)role;
+      snprintf(zAt, nAt, "%s", z);
+    }
   }
   free(res.a);
   return 0;
@@ -288,35 +293,58 @@ static int joinAssignVoter(int fd, uint64_t id, char *zErr, int nErr) {
   return 0;
 }
 
-/* One attempt through one seed. */
-static int joinThrough(const char *seed, uint64_t id, const char *address, char *zErr, int nErr) {
+/* One attempt through one seed. *pAdded: this process added the node (so a fresh
+** node found in the membership is itself, half-way through its join). */
+static int joinThrough(const char *seed, uint64_t id, const char *address, int fresh, int *pAdded, char *zErr,
+                       int nErr) {
   char zLeader[256];
+  char zAt[256];
   char zWhy[512];
-  int fd, role, rc = -1;
+  int fd, role, rc = JOIN_FAILED;
   if (joinDial(seed, &fd, zWhy, sizeof(zWhy)) != 0) {
     joinSetError(zErr, nErr, "%s", zWhy);
-    return -1;
+    return JOIN_FAILED;
   }
   rc = joinAskLeader(fd, zLeader, sizeof(zLeader), zWhy, sizeof(zWhy));
   close(fd);
   if (rc != 0) {
     joinSetError(zErr, nErr, "asking %s for the leader: %s", seed, zWhy);
-    return -1;
+    return JOIN_FAILED;
   }
   if (zLeader[0] == 0) {
     joinSetError(zErr, nErr, "%s knows no leader (an election may be under way)", seed);
-    return -1;
+    return JOIN_FAILED;
   }
   if (joinDial(zLeader, &fd, zWhy, sizeof(zWhy)) != 0) {
     joinSetError(zErr, nErr, "leader %s: %s", zLeader, zWhy);
-    return -1;
+    return JOIN_FAILED;
   }
-  rc = joinAskRole(fd, id, &role, zWhy, sizeof(zWhy));
-  if (rc == 0 && role == ROLE_ABSENT) rc = joinAdd(fd, id, address, zWhy, sizeof(zWhy));
+  rc = joinAskRole(fd, id, &role, zAt, sizeof(zAt), zWhy, sizeof(zWhy));
+  if (rc == 0 && role != ROLE_ABSENT && strcmp(zAt, address) != 0) {
+    joinSetError(zErr, nErr,
+                 "node %llu is a member of the cluster already, at %s; give this node another --id, or "
+                 "restart node %llu from its own data directory",
+                 (unsigned long long)id, zAt, (unsigned long long)id);
+    close(fd);
+    return JOIN_REFUSED;
+  }
+  if (rc == 0 && role != ROLE_ABSENT && fresh && !*pAdded) {
+    joinSetError(zErr, nErr,
+                 "node %llu is a member of the cluster already, and this data directory holds no state of "
+                 "it: a member that lost its state must not vote again under its id; give this node "
+                 "another --id (and remove the old member from the cluster)",
+                 (unsigned long long)id);
+    close(fd);
+    return JOIN_REFUSED;
+  }
+  if (rc == 0 && role == ROLE_ABSENT) {
+    rc = joinAdd(fd, id, address, zWhy, sizeof(zWhy));
+    if (rc == 0) *pAdded = 1;
+  }
   if (rc == 0 && role != ROLE_VOTER) rc = joinAssignVoter(fd, id, zWhy, sizeof(zWhy));
   close(fd);
   if (rc != 0) joinSetError(zErr, nErr, "leader %s: %s", zLeader, zWhy);
-  return rc;
+  return rc == 0 ? 0 : JOIN_FAILED;
 }
 
 static long long nowMs(void) {
@@ -325,16 +353,30 @@ static long long nowMs(void) {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int evidenceJoin(uint64_t id, const char *address, const char *const *seeds, int n_seeds, int timeout_ms,
-                 char *zErr, int nErr) {
-  const long long deadline = nowMs() + timeout_ms;
+int evidenceJoin(uint64_t id, const char *address, int fresh, const char *const *seeds, int n_seeds,
+                 int timeout_ms, const sigset_t *stop, char *zErr, int nErr) {
+  const long long started = nowMs(), deadline = started + timeout_ms;
   const struct timespec pause = {0, 200 * 1000 * 1000};
+  long long nextReport = started + 10000;
+  int added = 0;
   joinSetError(zErr, nErr, "no seed address given");
   for (int attempt = 0; n_seeds > 0; attempt++) {
+    int rc, sig;
     errno = 0;
-    if (joinThrough(seeds[attempt % n_seeds], id, address, zErr, nErr) == 0) return 0;
+    rc = joinThrough(seeds[attempt % n_seeds], id, address, fresh, &added, zErr, nErr);
+    if (rc != JOIN_FAILED) return rc;
     if (nowMs() >= deadline) break;
-    if (attempt % n_seeds == n_seeds - 1) nanosleep(&pause, 0);
+    if (nowMs() >= nextReport) {
+      fprintf(stderr, "evidence_node: still trying to join, for %lld s of %d: %s\n",
+              (nowMs() - started) / 1000, timeout_ms / 1000, zErr);
+      nextReport += 10000;
+    }
+    /* Between attempts, and at once if a stop signal is already pending. */
+    sig = sigtimedwait(stop, 0, attempt % n_seeds == n_seeds - 1 ? &pause : &(struct timespec){0, 0});
+    if (sig > 0) {
+      joinSetError(zErr, nErr, "%s", sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "a signal");
+      return JOIN_STOPPED;
+    }
   }
-  return -1;
+  return JOIN_FAILED;
 }

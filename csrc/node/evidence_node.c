@@ -32,6 +32,7 @@
 #include <dqlite.h>
 
 #include "../evidence_sqlite.h"
+#include "evidence_address.h"
 #include "evidence_crash.h"
 #include "evidence_join.h"
 
@@ -76,6 +77,7 @@ static int parseUnsigned(const char *z, unsigned long long max, unsigned long lo
 
 /* Returns 0, or 2 (the usage exit status) after saying what was wrong. */
 static int parseOptions(int argc, char **argv, NodeOptions *o) {
+  char zWhy[256];
   memset(o, 0, sizeof(*o));
   for (int i = 1; i < argc; i++) {
     const char *flag = argv[i];
@@ -84,6 +86,12 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
     if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
       usage(stdout);
       exit(0);
+    }
+    if (strcmp(flag, "--id") != 0 && strcmp(flag, "--address") != 0 && strcmp(flag, "--data") != 0 &&
+        strcmp(flag, "--join") != 0 && strcmp(flag, "--latency-ms") != 0) {
+      fprintf(stderr, "evidence_node: unknown option %s\n", flag);
+      usage(stderr);
+      return 2;
     }
     if (value == 0) {
       fprintf(stderr, "evidence_node: %s needs a value\n", flag);
@@ -104,17 +112,17 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
         fprintf(stderr, "evidence_node: at most %d --join addresses\n", MAX_SEEDS);
         return 2;
       }
+      if (evidenceAddressCheck(value, 0, zWhy, sizeof(zWhy)) != 0) {
+        fprintf(stderr, "evidence_node: --join %s\n", zWhy);
+        return 2;
+      }
       o->seeds[o->n_seeds++] = value;
-    } else if (strcmp(flag, "--latency-ms") == 0) {
+    } else {
       if (parseUnsigned(value, 3600000, &n) != 0) {
         fprintf(stderr, "evidence_node: --latency-ms must be 1..3600000, got %s\n", value);
         return 2;
       }
       o->latency_ms = (unsigned)n;
-    } else {
-      fprintf(stderr, "evidence_node: unknown option %s\n", flag);
-      usage(stderr);
-      return 2;
     }
   }
   if (o->id == 0 || o->address == 0 || o->data == 0) {
@@ -122,8 +130,8 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
     usage(stderr);
     return 2;
   }
-  if (strchr(o->address, ':') == 0) {
-    fprintf(stderr, "evidence_node: --address must be HOST:PORT, got %s\n", o->address);
+  if (evidenceAddressCheck(o->address, 1, zWhy, sizeof(zWhy)) != 0) {
+    fprintf(stderr, "evidence_node: --address %s\n", zWhy);
     return 2;
   }
   if (o->id == 1 && o->n_seeds > 0) {
@@ -190,6 +198,11 @@ int main(int argc, char **argv) {
   sigaddset(&stopSignals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stopSignals, 0);
 
+  /* dqlite says nothing when it cannot listen (libdqlite 1.11): find out first. */
+  if (evidenceAddressBindable(o.address, zErr, sizeof(zErr)) != 0) {
+    fprintf(stderr, "evidence_node: cannot start node %llu: %s\n", o.id, zErr);
+    return 1;
+  }
   if (dqlite_node_create(o.id, o.address, o.data, &node) != 0) {
     fprintf(stderr, "evidence_node: cannot create node %llu: %s\n", o.id,
             node ? dqlite_node_errmsg(node) : "out of memory");
@@ -199,8 +212,9 @@ int main(int argc, char **argv) {
   if (dqlite_node_set_bind_address(node, o.address) != 0 ||
       (o.latency_ms > 0 && dqlite_node_set_network_latency_ms(node, o.latency_ms) != 0) ||
       dqlite_node_start(node) != 0) {
+    const char *zWhy = dqlite_node_errmsg(node);
     fprintf(stderr, "evidence_node: cannot start node %llu on %s: %s\n", o.id, o.address,
-            dqlite_node_errmsg(node));
+            zWhy && *zWhy ? zWhy : "dqlite gave no reason (check the data directory and the address)");
     dqlite_node_destroy(node);
     return 1;
   }
@@ -208,9 +222,14 @@ int main(int argc, char **argv) {
           restarted ? " (restarted)" : "");
 
   if (o.n_seeds > 0) {
-    if (evidenceJoin(o.id, o.address, o.seeds, o.n_seeds, JOIN_TIMEOUT_MS, zErr, sizeof(zErr)) == 0) {
+    rc = evidenceJoin(o.id, o.address, !restarted, o.seeds, o.n_seeds, JOIN_TIMEOUT_MS, &stopSignals, zErr,
+                      sizeof(zErr));
+    if (rc == 0) {
       fprintf(stderr, "evidence_node: node %llu is a voter of the cluster\n", o.id);
-    } else if (restarted) {
+    } else if (rc == JOIN_STOPPED) {
+      fprintf(stderr, "evidence_node: node %llu stopping before it joined (%s)\n", o.id, zErr);
+      return stopNode(node, 0);
+    } else if (restarted && rc != JOIN_REFUSED) {
       /* It is a member already; the cluster may simply be electing without it. */
       fprintf(stderr, "evidence_node: could not confirm membership (%s); serving anyway\n", zErr);
     } else {

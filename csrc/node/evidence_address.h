@@ -1,0 +1,22 @@
+/*
+** evidence_address.h: a HOST:PORT of the node's command line, checked before use.
+**
+** --address is what dqlite binds and what it tells the other members to dial, so
+** it must be an IPv4 address (libdqlite 1.11 starts on no name and no IPv6
+** address) that names one machine, with a port of 1..65535. A --join seed is
+** only dialled by this program, so its host may also be a name or [IPv6].
+*/
+#ifndef EVIDENCE_ADDRESS_H
+#define EVIDENCE_ADDRESS_H
+
+#include <stddef.h>
+
+/* Returns 0 if z is a usable address (bBind: one for --address), else -1 with
+** what is wrong in zErr (at most nErr bytes). */
+int evidenceAddressCheck(const char *z, int bBind, char *zErr, size_t nErr);
+
+/* Whether this machine can listen on z (checked by --address): 0, or -1 with the
+** reason (the port taken, the address not this machine's) in zErr. */
+int evidenceAddressBindable(const char *z, char *zErr, size_t nErr);
+
+#endif /* EVIDENCE_ADDRESS_H */
