@@ -55,6 +55,7 @@ class build_native(build_ext):
             )
         if choice == "0":
             say("PYEVIDENCE_BUILD_NATIVE=0: installing the Python engine only")
+            self.remove_earlier_builds()
             return
         broken = self.compiler_problem()
         if broken is not None:
@@ -62,8 +63,20 @@ class build_native(build_ext):
                 raise SystemExit(f"pyevidence: PYEVIDENCE_BUILD_NATIVE=1, but no C compiler works: {broken}")
             say(f"no working C compiler ({broken}): installing the Python engine only")
             say(f"for the native engine, {HOW_TO_GET_IT}")
+            self.remove_earlier_builds()
             return
+        # Always compiled anew: an earlier build in this checkout's build/ (another Python, another
+        # compiler, other headers) must not stand in for this one, nor hide a failing compile.
+        self.force = True
         super().build_extensions()
+
+    def remove_earlier_builds(self) -> None:
+        """Without a build, no compiled part may be installed: not one an earlier build left."""
+        for ext in self.extensions:
+            path = self.get_ext_fullpath(ext.name)
+            if os.path.exists(path):
+                os.remove(path)
+                say(f"removed {path}, left by an earlier build")
 
     def build_extension(self, ext: Extension) -> None:
         try:

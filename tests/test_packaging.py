@@ -208,11 +208,9 @@ def test_the_sdist_without_a_compiler_installs_the_python_engine_and_says_so(
     assert demo.stderr.count("EngineFallbackWarning") == 1
 
 
-def test_a_failing_compile_with_a_working_compiler_fails_the_install(
-    dists: dict[str, Path], fresh_venv: Path, tmp_path: Path
-) -> None:
-    # A compiler that compiles an empty program but not pyevidence's sources: like gcc
-    # without the SQLite headers. That must not quietly install the Python engine.
+def broken_compiler(tmp_path: Path) -> Path:
+    """A compiler that compiles an empty program but not pyevidence's sources: like gcc
+    without the SQLite headers."""
     real_cc = shutil.which("gcc") or shutil.which("cc")
     assert real_cc, "this test needs a C compiler on PATH"
     broken_cc = tmp_path / "broken-cc"
@@ -222,6 +220,14 @@ def test_a_failing_compile_with_a_working_compiler_fails_the_install(
         "echo 'evidence_store.c: fatal error: sqlite3.h: No such file or directory' >&2\nexit 1\n"
     )
     broken_cc.chmod(0o755)
+    return broken_cc
+
+
+def test_a_failing_compile_with_a_working_compiler_fails_the_install(
+    dists: dict[str, Path], fresh_venv: Path, tmp_path: Path
+) -> None:
+    # That must not quietly install the Python engine.
+    broken_cc = broken_compiler(tmp_path)
     done = pip_install(fresh_venv, dists["sdist"], user_env(CC=str(broken_cc)))
     assert done.returncode != 0
     assert "failed although a C compiler works here" in done.stdout + done.stderr
@@ -230,6 +236,26 @@ def test_a_failing_compile_with_a_working_compiler_fails_the_install(
     done = pip_install(fresh_venv, dists["sdist"], user_env(CC=str(broken_cc), PYEVIDENCE_BUILD_NATIVE="0"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert doctor(fresh_venv, tmp_path)["engines"]["native"]["available"] is False  # type: ignore[index]
+
+
+def test_a_checkout_installed_again_builds_again_and_keeps_no_earlier_build(tmp_path: Path) -> None:
+    """pip builds in the checkout's build/: an earlier install's compiled parts there must not
+    go into an install with PYEVIDENCE_BUILD_NATIVE=0, nor stand in for a compile that fails."""
+    checkout = copy_of_tracked_files(tmp_path / "checkout")
+    base = getattr(sys, "_base_executable", sys.executable)
+    venvs = {name: tmp_path / name for name in ("native", "python-only", "broken")}
+    for venv in venvs.values():
+        run(base, "-m", "venv", venv)
+    done = pip_install(venvs["native"], checkout, user_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_native(doctor(venvs["native"], tmp_path))
+    assert list((checkout / "build").glob("lib.*/pyevidence/storage/_native*")), "pip built elsewhere"
+    done = pip_install(venvs["python-only"], checkout, user_env(PYEVIDENCE_BUILD_NATIVE="0"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert doctor(venvs["python-only"], tmp_path)["engines"]["native"]["available"] is False  # type: ignore[index]
+    done = pip_install(venvs["broken"], checkout, user_env(CC=str(broken_compiler(tmp_path))))
+    assert done.returncode != 0
+    assert "failed although a C compiler works here" in done.stdout + done.stderr
 
 
 def test_make_demo_on_a_fresh_clone_runs_the_native_engine(tmp_path: Path) -> None:
