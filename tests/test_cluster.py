@@ -445,7 +445,9 @@ def test_a_cluster_store_refuses_what_it_cannot_do(cluster: Cluster, tmp_path: P
 def test_no_leader_reachable_is_a_clear_error(cluster: Cluster) -> None:
     url = f"dqlite://127.0.0.1:{_free_port()}/nothing"
     started = time.monotonic()
-    with pytest.raises(StoreError, match=r"no leader of the cluster .* answered within"):
+    with pytest.raises(
+        StoreError, match=r"no leader of the cluster .* answered within .*; nothing was written"
+    ):
         EvidenceStore(url)
     assert time.monotonic() - started < 30
 
@@ -924,6 +926,9 @@ def test_the_command_line_takes_a_cluster_url(cluster: Cluster) -> None:
     )
     assert verified.returncode == 0, verified.stderr
     assert '"ok": true' in verified.stdout
+    sql = subprocess.run([*cli, "sql", url, "SELECT 1"], capture_output=True, text=True, timeout=60)
+    assert sql.returncode == 2
+    assert "pyevidence sql runs on a database file, not on a cluster" in sql.stderr
 
 
 def test_vectors_rank_on_a_cluster_as_on_a_file(cluster: Cluster, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from ..core import jsonout, validation
 from ..core.errors import EvidenceError, SchemaError, UpgradeNeeded, ValidationError
 from ..core.records import KINDS
+from ..storage import paths
 from ..store import ENGINES, EvidenceStore
 from . import bulk_cli, cluster_node, db_args, demo, doctor, mcp_server, number_args
 from .progress import IndexProgress, announce_upgrade
@@ -245,6 +246,12 @@ def _run(args: argparse.Namespace) -> Any:
         # One statement runs in C, where Python never sees Ctrl-C; it only reads, so Ctrl-C
         # may end the process at once.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if paths.is_cluster_url(args.db):
+            raise ValidationError(
+                "DB",
+                "pyevidence sql runs on a database file, not on a cluster: its read-only gate is the "
+                "native engine's; on a cluster use retrieve, history or get-version",
+            )
         with _read_as_it_is(db_args.existing(args.db, field="DB")) as store:
             rows = store.query(args.statement, list(args.params))
         return {"columns": list(rows.columns), "rows": [[_jsonable(v) for v in row] for row in rows]}

@@ -213,7 +213,7 @@ class ClusterEngine:
         self._conn: Any = None
         # Inside snapshot(): the reads made so far, (sql, params, rows), to check on a new leader.
         self._snapshot: list[tuple[str, Sequence[Any], list[tuple[Any, ...]]]] | None = None
-        self._call(f"opening {url}", lambda: None)
+        self._call(f"opening {url}", lambda: None, writes=True)  # nothing is written either
 
     # -- the connection to the leader -------------------------------------------------
 
