@@ -170,7 +170,9 @@ def _check_fields(spec: Mapping[str, Any], arguments: Any) -> None:
         raise ValidationError("arguments", f"must be a JSON object, got {type(arguments).__name__}")
     schema = spec["input_schema"]
     allowed = list(schema["properties"])
-    unknown = sorted(str(key) for key in arguments if key not in allowed)
+    # a key is shown as it is, unless it holds what a reply cannot carry or a reader cannot see
+    unknown = sorted(key if key.isprintable() and key.isascii() else repr(key) for key in map(str, arguments)
+                     if key not in allowed)  # fmt: skip
     if unknown:
         raise ValidationError(
             "arguments", f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"

@@ -8,6 +8,8 @@ not JSON) was dropped without a reply, and the client waited for ever.
 from __future__ import annotations
 
 import json
+import select
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -39,16 +41,25 @@ def retrieve(request_id: Any, query: str) -> str:
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
 
 
+def _line_within(stream: Any, seconds: float) -> bytes:
+    """The next line of ``stream``, or a failure naming the wait instead of a hang."""
+    ready, _, _ = select.select([stream], [], [], seconds)
+    assert ready, f"no reply within {seconds} s"
+    return bytes(stream.readline())
+
+
 def session(
-    tmp_path: Path, lines: list[bytes]
+    tmp_path: Path, lines: list[bytes], replies: int
 ) -> tuple[dict[Any, dict[str, Any]], list[dict[str, Any]], str]:
-    """Send ``lines`` after the handshake, close stdin: the replies by id, those with no id, stderr."""
+    """Send ``lines`` after the handshake, read ``replies`` replies (the handshake's too), then
+    close stdin: the replies by id, those with no id, and stderr. Stdin stays open until the
+    replies are in: a call still running when the input ends is cancelled, as the client is gone."""
     db = tmp_path / "e.db"
     with EvidenceStore(db, engine="python") as store:
         store.put(tenant="team-a", record_id="queue", revision="v1", kind="runbook", expires_at=FAR,
                   source="runbook://queue", body="queue lag: restart the consumer 🙂")  # fmt: skip
     handshake = [json.dumps(INITIALIZE).encode(), json.dumps(INITIALIZED).encode()]
-    server = subprocess.run(
+    server = subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -61,16 +72,26 @@ def session(
             "--revision",
             "v1",
         ],
-        input=b"\n".join(handshake + lines) + b"\n",
-        capture_output=True,
-        timeout=120,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,  # no buffer beside the pipe's: select() sees every line not yet read
     )
-    assert server.returncode == 0, server.stderr.decode()
-    replies = [json.loads(line) for line in server.stdout.decode().splitlines()]
-    by_id = {reply["id"]: reply for reply in replies if reply["id"] is not None}
-    anonymous = [reply for reply in replies if reply["id"] is None]
-    assert len(by_id) + len(anonymous) == len(replies), f"two replies share an id: {replies}"
-    return by_id, anonymous, server.stderr.decode()
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+    try:
+        server.stdin.write(b"\n".join(handshake + lines) + b"\n")
+        server.stdin.flush()
+        got = [json.loads(_line_within(server.stdout, 60)) for _ in range(replies)]
+        server.stdin.close()
+        assert server.wait(timeout=60) == 0
+        assert server.stdout.read() == b"", "more replies than expected"
+        stderr = server.stderr.read().decode()
+    finally:
+        server.kill()
+    by_id = {reply["id"]: reply for reply in got if reply["id"] is not None}
+    anonymous = [reply for reply in got if reply["id"] is None]
+    assert len(by_id) + len(anonymous) == len(got), f"two replies share an id: {got}"
+    return by_id, anonymous, stderr
 
 
 def test_every_request_gets_one_reply_whatever_its_line_holds(tmp_path: Path) -> None:
@@ -85,10 +106,26 @@ def test_every_request_gets_one_reply_whatever_its_line_holds(tmp_path: Path) ->
         b'{"jsonrpc": "2.0", "id": 9.5, "method": "ping"}',
         b'{"jsonrpc": "2.0", "method": 10}',  # a notification: no reply, logged
         b"",
+        b'{"jsonrpc": "2.0", "id": "\\ud83d", "method": "ping"}',  # an id no reply can carry
+        b'{"jsonrpc": "2.0", "id": 12, "method": "x\\ud83d"}',  # a method the SDK would echo
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 13,
+                "method": "tools/call",
+                "params": {"name": "retrieve_evidence", "arguments": {"query": "q", "x\ud83d": 1}},
+            }
+        ).encode(),
         b'{"jsonrpc": "2.0", "id": 11, "method": "ping"}',  # the session goes on
     ]
-    by_id, anonymous, stderr = session(tmp_path, lines)
-    assert set(by_id) == {1, 2, 3, "four", 6, 11}
+    by_id, anonymous, stderr = session(tmp_path, lines, replies=12)
+    assert set(by_id) == {1, 2, 3, "four", 6, 11, 12, 13}
+    assert (
+        by_id[12]["error"]["message"] == "the message's method is not valid Unicode text (a lone surrogate)"
+    )
+    assert by_id[13]["result"]["structuredContent"]["error"].startswith(
+        "arguments: unknown field(s) 'x\\ud83d'"
+    )
     assert by_id[2]["result"]["isError"] is True
     assert by_id[2]["result"]["structuredContent"] == {
         "error": "query: is not valid Unicode text (lone surrogate at index 10)",
@@ -107,8 +144,9 @@ def test_every_request_gets_one_reply_whatever_its_line_holds(tmp_path: Path) ->
         "the message is not valid JSON: Expecting value: line 1 column 63 (char 62)",
         "the message repeats the key 'id' in one object",
         "the message's id must be a string or an integer, not a number with a fraction or an exponent",
+        "the message's id is not valid Unicode text (a lone surrogate)",
     ]
-    assert stderr.count("pyevidence mcp: refused:") == 6  # the notification's too
+    assert stderr.count("pyevidence mcp: refused:") == 8  # the notification's too
     assert "Traceback" not in stderr
 
 
@@ -201,3 +239,38 @@ def test_a_request_is_passed_on_or_refused_with_its_own_id(
         else:
             assert outcome is not None
             assert getattr(outcome, "id", None) == (shown["id"] if has_id else None)
+
+
+def test_ctrl_c_ends_the_server_while_it_waits_for_input(tmp_path: Path) -> None:
+    """The stdin reader is a daemon thread: a reader blocked in readline() kept the process
+    alive after Ctrl-C until a line or the end of input came."""
+    db = tmp_path / "e.db"
+    with EvidenceStore(db, engine="python") as store:
+        store.put(tenant="team-a", record_id="q", revision="v1", kind="runbook", expires_at=FAR,
+                  source="s", body="queue lag")  # fmt: skip
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pyevidence",
+            "mcp",
+            "--db",
+            str(db),
+            "--tenant",
+            "team-a",
+            "--revision",
+            "v1",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        server.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == 1  # serving, and waiting for a line
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=20) in (0, 130)
+    finally:
+        server.kill()

@@ -16,11 +16,12 @@ JSON is read by strict_json, the parser for every JSON text pyevidence does not 
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core import strict_json
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 _JSON_NAMES = {
     type(None): "null",
     bool: "true or false",
@@ -71,6 +73,12 @@ def read_message(line: bytes) -> mcp_types.JSONRPCMessage | Refusal | None:
         return Refusal(None, PARSE_ERROR, f"the message {exc}")
     if not isinstance(document, dict):
         return Refusal(None, INVALID_REQUEST, "the message is not a JSON object")
+    if isinstance(document.get("id"), str) and not _is_unicode(document["id"]):
+        return Refusal(None, INVALID_REQUEST, "the message's id is not valid Unicode text (a lone surrogate)")
+    if isinstance(document.get("method"), str) and not _is_unicode(document["method"]):
+        request_id = document.get("id") if _is_id(document.get("id")) else None
+        problem = "the message's method is not valid Unicode text (a lone surrogate)"
+        return Refusal(request_id, INVALID_REQUEST, problem, reply="id" in document)
     if "id" in document and not _is_id(document["id"]):
         given = _JSON_NAMES.get(type(document["id"]), "that")
         return Refusal(None, INVALID_REQUEST, f"the message's id must be a string or an integer, not {given}")
@@ -93,6 +101,14 @@ def read_message(line: bytes) -> mcp_types.JSONRPCMessage | Refusal | None:
             where = ".".join(str(part) for part in first["loc"])
             return Refusal(message.id, INVALID_PARAMS, f"the message's params.{where}: {first['msg']}")
     return message
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_id(value: object) -> bool:
@@ -126,10 +142,49 @@ class _Sends(Protocol):
     async def send(self, item: SessionMessage, /) -> None: ...
 
 
+class _WritableReplies:
+    """The server's write stream, with every reply checked before the SDK's writer takes it:
+    a reply that would echo a lone surrogate (an unknown method's name, say) cannot be written
+    as JSON, and the writer's failure would end the session. Such a reply becomes an error
+    that says so, to the same request."""
+
+    def __init__(self, inner: _Sends) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:  # close, aclose, clone...: the stream's own
+        return getattr(self._inner, name)
+
+    async def __aenter__(self) -> _WritableReplies:
+        await self._inner.__aenter__()  # type: ignore[attr-defined]
+        return self
+
+    async def __aexit__(self, *exc: object) -> Any:
+        return await self._inner.__aexit__(*exc)  # type: ignore[attr-defined]
+
+    async def send(self, item: SessionMessage, /) -> None:
+        import mcp_types
+        import pydantic_core
+        from mcp.shared.message import SessionMessage
+
+        try:
+            item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        except (ValueError, pydantic_core.PydanticSerializationError):
+            request_id = getattr(item.message, "id", None)
+            error = mcp_types.ErrorData(
+                code=INTERNAL_ERROR,
+                message="the reply would hold text that is not valid Unicode (a lone surrogate from "
+                "the request, echoed) and cannot be sent; send the request in valid Unicode",
+            )
+            safe = request_id if isinstance(request_id, int) or _is_unicode(str(request_id)) else None
+            item = SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=safe, error=error))
+        await self._inner.send(item)
+
+
 @asynccontextmanager
 async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     """The read and write streams of an MCP session on stdin and stdout, as the SDK's
-    stdio_server gives them, but with stdin read by read_message."""
+    stdio_server gives them, but with stdin read by read_message and every reply checked
+    to be writable."""
     import io
 
     import anyio
@@ -140,22 +195,50 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     # The SDK still owns stdout (one writer, so replies never interleave); its stdin is
     # given an empty file, and the real one is read below.
     async with stdio_server(stdin=anyio.wrap_file(io.StringIO())) as (_, write_stream):
+        replies = _WritableReplies(write_stream)
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_relay, sys.stdin.buffer, send, write_stream)
+            tasks.start_soon(_relay, sys.stdin.fileno(), send, replies)
             try:
-                yield receive, write_stream
+                yield receive, replies
             finally:
                 tasks.cancel_scope.cancel()
 
 
-async def _relay(stdin: BinaryIO, messages: Any, replies: _Sends) -> None:
+def _read_lines(fd: int, lines: Any, token: Any) -> None:
+    """The stdin reader's thread: each line of ``fd`` into the ``lines`` stream, then its end.
+    A daemon thread reading the descriptor itself: Ctrl-C then ends the process even while it
+    waits for a line (a thread blocked in sys.stdin's buffered reader kept the process alive,
+    or aborted it at exit, holding the reader's lock)."""
+    import anyio.from_thread
+
+    pending = b""
+    try:
+        while chunk := os.read(fd, 1 << 16):
+            pending += chunk
+            *whole, pending = pending.split(b"\n")
+            for line in whole:
+                anyio.from_thread.run(lines.send, line + b"\n", token=token)
+        if pending:
+            anyio.from_thread.run(lines.send, pending, token=token)
+        anyio.from_thread.run(lines.aclose, token=token)
+    except Exception:  # the session ended first: nobody is left to read
+        pass
+
+
+async def _relay(stdin: int, messages: Any, replies: _Sends) -> None:
     """Read stdin to its end: each message to ``messages``, each refusal's reply to ``replies``."""
+    import threading
+
     import anyio
+    import anyio.lowlevel
     import mcp_types
     from mcp.shared.message import SessionMessage
 
-    async with messages:
-        while line := await anyio.to_thread.run_sync(stdin.readline, abandon_on_cancel=True):
+    send_line, lines = anyio.create_memory_object_stream[bytes](16)
+    token = anyio.lowlevel.current_token()
+    threading.Thread(target=_read_lines, args=(stdin, send_line, token), daemon=True).start()
+    async with messages, lines:
+        async for line in lines:
             outcome = read_message(line)
             if outcome is None:
                 continue
