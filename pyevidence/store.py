@@ -296,8 +296,8 @@ class EvidenceStore:
         positional parameters (None, int, float, str or bytes).
 
         For Pythons whose sqlite3 cannot load extensions. A statement that could
-        write is refused (use put, put_many and forget), and so is any function or
-        pragma not on the read-only allow-lists (csrc/evidence_store.c), with a
+        write is refused (use put, put_many and forget), and so is any function,
+        pragma or table not on the read-only allow-lists (csrc/evidence_store.c), with a
         StoreError naming it: ``function fts3_tokenizer() is not allowed in read-only
         SQL; ...``. Comments and semicolons after the statement are fine; a second
         statement is refused. Needs the native engine.

@@ -84,8 +84,12 @@ int evidenceAddressBindable(const char *z, char *zErr, size_t nErr) {
   memset(&sa, 0, sizeof(sa));
   sa.sin_family = AF_INET;
   sa.sin_port = htons((unsigned short)port);
-  if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 || (fd = socket(AF_INET, SOCK_STREAM, 0)) < 0) {
+  if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
     snprintf(zErr, nErr, "%s is not an IPv4 address", host);
+    return -1;
+  }
+  if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0) {
+    snprintf(zErr, nErr, "cannot open a socket to check %s: %s", z, strerror(errno));
     return -1;
   }
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)); /* as a listener does */

@@ -338,8 +338,8 @@ static int joinThrough(const char *seed, uint64_t id, const char *address, int f
     return JOIN_REFUSED;
   }
   if (rc == 0 && role == ROLE_ABSENT) {
+    *pAdded = 1; /* before the reply: a leader may commit the ADD and lose its answer */
     rc = joinAdd(fd, id, address, zWhy, sizeof(zWhy));
-    if (rc == 0) *pAdded = 1;
   }
   if (rc == 0 && role != ROLE_VOTER) rc = joinAssignVoter(fd, id, zWhy, sizeof(zWhy));
   close(fd);

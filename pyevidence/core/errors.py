@@ -52,6 +52,9 @@ class UpgradeNeeded(SchemaError):
         self.where, self.version, self.upgrades_to = where, version, upgrades_to
         super().__init__(f"{self.older()}; open it once without read_only=True to upgrade it")
 
+    def __reduce__(self) -> tuple[type[UpgradeNeeded], tuple[str, int, int]]:
+        return type(self), (self.where, self.version, self.upgrades_to)
+
     def older(self) -> str:
         return (
             f"{self.where} has pyevidence schema version {self.version}, which this release upgrades "

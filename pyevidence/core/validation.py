@@ -24,9 +24,10 @@ LIMIT_MIN = 1
 LIMIT_MAX = 10
 # A whole number written as text (a CSV cell, a command-line option): ASCII digits with an
 # optional minus sign, spaces around allowed. Not int()'s wider rule, which also takes
-# "1_000" and other scripts' digits (full-width "12"). At most 19 digits: a bigger number
-# is out of range anyway, and int() of a huge one is slow.
-_WHOLE_NUMBER = re.compile(r"\s*(-?[0-9]{1,19})\s*")
+# "1_000" and other scripts' digits (full-width "12"). At most 100 digits, as strict_json
+# reads numbers: more would make int() slow; a number out of range is for the field's own
+# check to name.
+_WHOLE_NUMBER = re.compile(r"\s*(-?[0-9]{1,100})\s*")
 
 
 def flag(field: str, value: Any) -> bool:

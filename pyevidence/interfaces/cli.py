@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Sequence
@@ -380,8 +381,12 @@ def _main(argv: list[str]) -> int:
         print(f"pyevidence: error: {field}: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return EXIT_INPUT  # a file named on the command line that is not there, or not a file
     except UpgradeNeeded as exc:  # a command that only reads met an older store
-        how = f"open it once with a command that writes, such as 'pyevidence check --db {exc.where}'"
-        print(f"pyevidence: error: {exc.older()}; this command only reads: {how}", file=sys.stderr)
+        check = f"pyevidence check --db {shlex.quote(exc.where)}"
+        how = f"open it once with a command that writes, such as '{check}'"
+        print(
+            f"pyevidence: error: {exc.older()}; 'pyevidence {args.command}' only reads: {how}",
+            file=sys.stderr,
+        )
         return EXIT_STORE
     except (EvidenceError, UnicodeError) as exc:
         print(f"pyevidence: error: {exc}", file=sys.stderr)
