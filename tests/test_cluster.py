@@ -545,31 +545,43 @@ def test_an_address_taken_or_not_this_machines_says_why(tmp_path: Path) -> None:
     assert run.returncode == 1 and "that address is not one of this machine's" in run.stderr, run.stderr
 
 
-def test_a_node_stops_on_sigterm_while_it_still_tries_to_join(tmp_path: Path) -> None:
-    _needs_cluster()
+def _stop_a_joining_node(tmp_path: Path, seed: str) -> float:
+    """Starts node 5 joining through seed, sends SIGTERM once it listens; returns how long it took
+    to stop, after checking that it stopped cleanly and said why."""
     node = Node(5, f"127.0.0.1:{_free_port()}", tmp_path / "n5", tmp_path / "n5.log")
     env = {**os.environ, "PYEVIDENCE_NODE": str(_node_program())}
-    args = [
-        "--id",
-        "5",
-        "--address",
-        node.address,
-        "--data",
-        str(node.data),
-        "--join",
-        f"127.0.0.1:{_free_port()}",
-    ]
+    args = ["--id", "5", "--address", node.address, "--data", str(node.data), "--join", seed]
     with node.log.open("ab") as log:
         process = subprocess.Popen([sys.executable, "-m", "pyevidence", "node", *args], stderr=log, env=env)
     try:
         deadline = time.monotonic() + 30
         while "listening on" not in node.log.read_text() and time.monotonic() < deadline:
             time.sleep(0.05)
+        time.sleep(0.3)  # into the join's first attempt
+        sent = time.monotonic()
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=10) == 0  # not after the join's 120 s
+        assert process.wait(timeout=30) == 0, node.log.read_text()
+        took = time.monotonic() - sent
     finally:
         process.kill()
     assert "node 5 stopping before it joined (SIGTERM)" in node.log.read_text()
+    return took
+
+
+def test_a_node_stops_on_sigterm_while_it_still_tries_to_join(tmp_path: Path) -> None:
+    _needs_cluster()
+    assert _stop_a_joining_node(tmp_path, f"127.0.0.1:{_free_port()}") < 10  # not after the join's 120 s
+
+
+def test_a_node_stops_on_sigterm_while_a_seed_keeps_it_waiting(tmp_path: Path) -> None:
+    """A seed that takes the connection and never answers kept the attempt in a read of up to
+    60 s: the stop signal now ends the wait itself, not only the pause between attempts."""
+    _needs_cluster()
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # never accepted: the kernel completes the connections, no one answers
+        seed = f"127.0.0.1:{silent.getsockname()[1]}"
+        assert _stop_a_joining_node(tmp_path, seed) < 5
 
 
 def test_an_id_the_cluster_has_already_is_refused_not_taken(tmp_path: Path) -> None:

@@ -15,8 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Splits z at its last colon into host (brackets kept) and port; -1 if malformed. */
-static int addressSplit(const char *z, char *host, size_t nHost, unsigned *pPort) {
+int evidenceAddressSplit(const char *z, char *host, size_t nHost, unsigned *pPort) {
   const char *colon = strrchr(z, ':');
   size_t hostLen, digits;
   unsigned long port = 0;
@@ -41,7 +40,7 @@ int evidenceAddressCheck(const char *z, int bBind, char *zErr, size_t nErr) {
   struct in_addr ip4;
   struct in6_addr ip6;
   size_t n;
-  if (addressSplit(z, host, sizeof(host), &port) != 0) {
+  if (evidenceAddressSplit(z, host, sizeof(host), &port) != 0) {
     snprintf(zErr, nErr, "must be HOST:PORT with a port of 1..65535, got %s", z);
     return -1;
   }
@@ -77,7 +76,7 @@ int evidenceAddressBindable(const char *z, char *zErr, size_t nErr) {
   unsigned port;
   struct sockaddr_in sa;
   int fd, one = 1, rc;
-  if (addressSplit(z, host, sizeof(host), &port) != 0) {
+  if (evidenceAddressSplit(z, host, sizeof(host), &port) != 0) {
     snprintf(zErr, nErr, "%s is not HOST:PORT", z);
     return -1;
   }

@@ -11,6 +11,12 @@
 
 #include <stddef.h>
 
+/* Splits z at its last colon into host (an IPv6 address keeps its brackets) and a
+** port of 1..65535: 0, or -1 if z is no HOST:PORT or the host is nHost bytes or
+** longer. The one reading of a HOST:PORT, for the command line's and the
+** addresses a cluster's leader reports. */
+int evidenceAddressSplit(const char *z, char *host, size_t nHost, unsigned *pPort);
+
 /* Returns 0 if z is a usable address (bBind: one for --address), else -1 with
 ** what is wrong in zErr (at most nErr bytes). */
 int evidenceAddressCheck(const char *z, int bBind, char *zErr, size_t nErr);

@@ -18,14 +18,17 @@
 */
 #include "evidence_join.h"
 
+#include "evidence_address.h"
+
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,21 +90,52 @@ static size_t textWords(const char *z) {
   return (strlen(z) + 1 + 7) / 8;
 }
 
-static int writeAll(int fd, const unsigned char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
+/* Waits for a connection and stops early on a stop signal. The caller blocks the
+** stop signals, so a pending one makes stopFd (a signalfd of them) readable, and
+** stays pending for evidenceJoin's sigtimedwait() to take and name. */
+typedef struct JoinWait {
+  int stopFd;  /* -1 if signalfd() failed: the waits then run to their timeouts */
+  int stopped; /* a wait ended because a stop signal came */
+} JoinWait;
+
+static long long nowMs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int readAll(int fd, unsigned char *p, size_t n) {
+/* 0 once fd is ready for `events`; -1 with errno ETIMEDOUT after timeout_s, or
+** EINTR and w->stopped set when a stop signal is pending. */
+static int joinWaitFor(JoinWait *w, int fd, short events, int timeout_s) {
+  const long long deadline = nowMs() + timeout_s * 1000LL;
+  for (;;) {
+    struct pollfd p[2] = {{fd, events, 0}, {w->stopFd, POLLIN, 0}}; /* poll() skips a negative fd */
+    long long left = deadline - nowMs();
+    int n;
+    if (left <= 0) {
+      errno = ETIMEDOUT;
+      return -1;
+    }
+    n = poll(p, 2, (int)left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (p[1].revents != 0) {
+      w->stopped = 1;
+      errno = EINTR;
+      return -1;
+    }
+    if (p[0].revents != 0) return 0;
+  }
+}
+
+static int writeAll(JoinWait *w, int fd, const unsigned char *p, size_t n) {
   while (n > 0) {
-    ssize_t r = read(fd, p, n);
+    ssize_t r = write(fd, p, n);
     if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (joinWaitFor(w, fd, POLLOUT, JOIN_IO_TIMEOUT_S) != 0) return -1;
+      continue;
+    }
     if (r <= 0) return -1;
     p += r;
     n -= (size_t)r;
@@ -109,58 +143,79 @@ static int readAll(int fd, unsigned char *p, size_t n) {
   return 0;
 }
 
+/* -1 with errno 0 when the peer closed the connection. */
+static int readAll(JoinWait *w, int fd, unsigned char *p, size_t n) {
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (joinWaitFor(w, fd, POLLIN, JOIN_IO_TIMEOUT_S) != 0) return -1;
+      continue;
+    }
+    if (r == 0) errno = 0;
+    if (r <= 0) return -1;
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* A non-blocking connect() bounded by JOIN_DIAL_TIMEOUT_S; 0, or -1 with errno. */
+static int joinConnect(JoinWait *w, int fd, const struct addrinfo *ai) {
+  int err = 0;
+  socklen_t len = sizeof(err);
+  if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) return 0;
+  if (errno != EINPROGRESS) return -1;
+  if (joinWaitFor(w, fd, POLLOUT, JOIN_DIAL_TIMEOUT_S) != 0) return -1;
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return -1;
+  errno = err;
+  return err == 0 ? 0 : -1;
+}
+
 /* Connects to HOST:PORT ([V6ADDR]:PORT for IPv6) and sends the handshake. */
-static int joinDial(const char *address, int *pFd, char *zErr, int nErr) {
+static int joinDial(JoinWait *w, const char *address, int *pFd, char *zErr, int nErr) {
   char host[256];
-  const char *port;
-  const char *colon = strrchr(address, ':');
+  char port[8];
+  unsigned portNumber;
+  const char *name = host;
   size_t hostLen;
   struct addrinfo hints, *res = 0, *ai;
   unsigned char hello[8];
   int fd = -1, rc;
-  if (colon == 0 || colon[1] == 0) {
+  if (evidenceAddressSplit(address, host, sizeof(host), &portNumber) != 0) {
     joinSetError(zErr, nErr, "%s is not HOST:PORT", address);
     return -1;
   }
-  port = colon + 1;
-  hostLen = (size_t)(colon - address);
-  if (hostLen >= 2 && address[0] == '[' && address[hostLen - 1] == ']') {
-    address++;
-    hostLen -= 2;
+  hostLen = strlen(host);
+  if (hostLen >= 2 && host[0] == '[' && host[hostLen - 1] == ']') {
+    host[hostLen - 1] = 0;
+    name = host + 1;
   }
-  if (hostLen == 0 || hostLen >= sizeof(host)) {
-    joinSetError(zErr, nErr, "%s is not HOST:PORT", address);
-    return -1;
-  }
-  memcpy(host, address, hostLen);
-  host[hostLen] = 0;
+  snprintf(port, sizeof(port), "%u", portNumber);
   memset(&hints, 0, sizeof(hints));
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  if ((rc = getaddrinfo(host, port, &hints, &res)) != 0) {
-    joinSetError(zErr, nErr, "cannot resolve %s: %s", host, gai_strerror(rc));
+  if ((rc = getaddrinfo(name, port, &hints, &res)) != 0) {
+    joinSetError(zErr, nErr, "cannot resolve %s: %s", name, gai_strerror(rc));
     return -1;
   }
-  for (ai = res; ai != 0 && fd < 0; ai = ai->ai_next) {
-    struct timeval dial = {JOIN_DIAL_TIMEOUT_S, 0}, io = {JOIN_IO_TIMEOUT_S, 0};
-    fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-    if (fd < 0) continue;
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &dial, sizeof(dial)); /* Linux: bounds connect() too */
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+  errno = 0;
+  for (ai = res; ai != 0 && fd < 0 && !w->stopped; ai = ai->ai_next) {
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd >= 0 && joinConnect(w, fd, ai) != 0) {
+      int err = errno;
       close(fd);
       fd = -1;
-      continue;
+      errno = err;
     }
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &io, sizeof(io));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &io, sizeof(io));
   }
   freeaddrinfo(res);
   if (fd < 0) {
-    joinSetError(zErr, nErr, "cannot connect to %s: %s", address, strerror(errno));
+    joinSetError(zErr, nErr, "cannot connect to %s: %s", address, w->stopped ? "stopped" : strerror(errno));
     return -1;
   }
   bufPutU64(hello, JOIN_PROTOCOL_VERSION);
-  if (writeAll(fd, hello, sizeof(hello)) != 0) {
+  if (writeAll(w, fd, hello, sizeof(hello)) != 0) {
     joinSetError(zErr, nErr, "cannot talk to %s: %s", address, strerror(errno));
     close(fd);
     return -1;
@@ -171,8 +226,8 @@ static int joinDial(const char *address, int *pFd, char *zErr, int nErr) {
 
 /* Sends one request and reads its response into *pRes (the caller frees pRes->a).
 ** A FAILURE response is turned into -1 with the server's message. */
-static int joinRoundTrip(int fd, int type, const unsigned char *body, size_t nBody, int expect, JoinBuf *pRes,
-                         char *zErr, int nErr) {
+static int joinRoundTrip(JoinWait *w, int fd, int type, const unsigned char *body, size_t nBody, int expect,
+                         JoinBuf *pRes, char *zErr, int nErr) {
   unsigned char header[8];
   uint64_t code;
   const char *zMsg;
@@ -180,7 +235,8 @@ static int joinRoundTrip(int fd, int type, const unsigned char *body, size_t nBo
   memset(header, 0, sizeof(header));
   for (int i = 0; i < 4; i++) header[i] = (unsigned char)(nWords >> (8 * i));
   header[4] = (unsigned char)type;
-  if (writeAll(fd, header, 8) != 0 || writeAll(fd, body, nBody) != 0 || readAll(fd, header, 8) != 0) {
+  if (writeAll(w, fd, header, 8) != 0 || writeAll(w, fd, body, nBody) != 0 ||
+      readAll(w, fd, header, 8) != 0) {
     joinSetError(zErr, nErr, "the connection failed: %s", errno ? strerror(errno) : "closed by the peer");
     return -1;
   }
@@ -196,7 +252,7 @@ static int joinRoundTrip(int fd, int type, const unsigned char *body, size_t nBo
     joinSetError(zErr, nErr, "out of memory");
     return -1;
   }
-  if (readAll(fd, pRes->a, pRes->n) != 0) {
+  if (readAll(w, fd, pRes->a, pRes->n) != 0) {
     joinSetError(zErr, nErr, "the connection failed while reading a reply");
     goto fail;
   }
@@ -220,13 +276,13 @@ fail:
 }
 
 /* Asks the node on fd who leads: copies the leader's address into zLeader, "" if none yet. */
-static int joinAskLeader(int fd, char *zLeader, size_t nLeader, char *zErr, int nErr) {
+static int joinAskLeader(JoinWait *w, int fd, char *zLeader, size_t nLeader, char *zErr, int nErr) {
   unsigned char body[8];
   JoinBuf res;
   uint64_t id;
   const char *z;
   bufPutU64(body, 0);
-  if (joinRoundTrip(fd, REQ_LEADER, body, 8, RES_LEADER, &res, zErr, nErr) != 0) return -1;
+  if (joinRoundTrip(w, fd, REQ_LEADER, body, 8, RES_LEADER, &res, zErr, nErr) != 0) return -1;
   if (bufReadU64(&res, &id) != 0 || bufReadText(&res, &z) != 0 || strlen(z) >= nLeader) {
     joinSetError(zErr, nErr, "malformed leader reply");
     free(res.a);
@@ -239,13 +295,14 @@ static int joinAskLeader(int fd, char *zLeader, size_t nLeader, char *zErr, int 
 
 /* The role of node id in the leader's membership list, or ROLE_ABSENT, and the
 ** address it is a member at (zAt, "" if absent). */
-static int joinAskRole(int fd, uint64_t id, int *pRole, char *zAt, size_t nAt, char *zErr, int nErr) {
+static int joinAskRole(JoinWait *w, int fd, uint64_t id, int *pRole, char *zAt, size_t nAt, char *zErr,
+                       int nErr) {
   unsigned char body[8];
   JoinBuf res;
   uint64_t n, nodeId, role;
   const char *z;
   bufPutU64(body, 1); /* format 1: with roles */
-  if (joinRoundTrip(fd, REQ_CLUSTER, body, 8, RES_SERVERS, &res, zErr, nErr) != 0) return -1;
+  if (joinRoundTrip(w, fd, REQ_CLUSTER, body, 8, RES_SERVERS, &res, zErr, nErr) != 0) return -1;
   *pRole = ROLE_ABSENT;
   zAt[0] = 0;
   if (bufReadU64(&res, &n) != 0) goto malformed;
@@ -266,7 +323,7 @@ malformed:
   return -1;
 }
 
-static int joinAdd(int fd, uint64_t id, const char *address, char *zErr, int nErr) {
+static int joinAdd(JoinWait *w, int fd, uint64_t id, const char *address, char *zErr, int nErr) {
   size_t n = 8 + 8 * textWords(address);
   unsigned char *body = calloc(1, n);
   JoinBuf res;
@@ -277,35 +334,35 @@ static int joinAdd(int fd, uint64_t id, const char *address, char *zErr, int nEr
   }
   bufPutU64(body, id);
   memcpy(body + 8, address, strlen(address));
-  rc = joinRoundTrip(fd, REQ_ADD, body, n, RES_EMPTY, &res, zErr, nErr);
+  rc = joinRoundTrip(w, fd, REQ_ADD, body, n, RES_EMPTY, &res, zErr, nErr);
   free(body);
   if (rc == 0) free(res.a);
   return rc;
 }
 
-static int joinAssignVoter(int fd, uint64_t id, char *zErr, int nErr) {
+static int joinAssignVoter(JoinWait *w, int fd, uint64_t id, char *zErr, int nErr) {
   unsigned char body[16];
   JoinBuf res;
   bufPutU64(body, id);
   bufPutU64(body + 8, ROLE_VOTER);
-  if (joinRoundTrip(fd, REQ_ASSIGN, body, 16, RES_EMPTY, &res, zErr, nErr) != 0) return -1;
+  if (joinRoundTrip(w, fd, REQ_ASSIGN, body, 16, RES_EMPTY, &res, zErr, nErr) != 0) return -1;
   free(res.a);
   return 0;
 }
 
 /* One attempt through one seed. *pAdded: this process added the node (so a fresh
 ** node found in the membership is itself, half-way through its join). */
-static int joinThrough(const char *seed, uint64_t id, const char *address, int fresh, int *pAdded, char *zErr,
-                       int nErr) {
+static int joinThrough(JoinWait *w, const char *seed, uint64_t id, const char *address, int fresh,
+                       int *pAdded, char *zErr, int nErr) {
   char zLeader[256];
   char zAt[256];
   char zWhy[512];
   int fd, role, rc = JOIN_FAILED;
-  if (joinDial(seed, &fd, zWhy, sizeof(zWhy)) != 0) {
+  if (joinDial(w, seed, &fd, zWhy, sizeof(zWhy)) != 0) {
     joinSetError(zErr, nErr, "%s", zWhy);
     return JOIN_FAILED;
   }
-  rc = joinAskLeader(fd, zLeader, sizeof(zLeader), zWhy, sizeof(zWhy));
+  rc = joinAskLeader(w, fd, zLeader, sizeof(zLeader), zWhy, sizeof(zWhy));
   close(fd);
   if (rc != 0) {
     joinSetError(zErr, nErr, "asking %s for the leader: %s", seed, zWhy);
@@ -315,11 +372,11 @@ static int joinThrough(const char *seed, uint64_t id, const char *address, int f
     joinSetError(zErr, nErr, "%s knows no leader (an election may be under way)", seed);
     return JOIN_FAILED;
   }
-  if (joinDial(zLeader, &fd, zWhy, sizeof(zWhy)) != 0) {
+  if (joinDial(w, zLeader, &fd, zWhy, sizeof(zWhy)) != 0) {
     joinSetError(zErr, nErr, "leader %s: %s", zLeader, zWhy);
     return JOIN_FAILED;
   }
-  rc = joinAskRole(fd, id, &role, zAt, sizeof(zAt), zWhy, sizeof(zWhy));
+  rc = joinAskRole(w, fd, id, &role, zAt, sizeof(zAt), zWhy, sizeof(zWhy));
   if (rc == 0 && role != ROLE_ABSENT && strcmp(zAt, address) != 0) {
     joinSetError(zErr, nErr,
                  "node %llu is a member of the cluster already, at %s; give this node another --id, or "
@@ -339,44 +396,43 @@ static int joinThrough(const char *seed, uint64_t id, const char *address, int f
   }
   if (rc == 0 && role == ROLE_ABSENT) {
     *pAdded = 1; /* before the reply: a leader may commit the ADD and lose its answer */
-    rc = joinAdd(fd, id, address, zWhy, sizeof(zWhy));
+    rc = joinAdd(w, fd, id, address, zWhy, sizeof(zWhy));
   }
-  if (rc == 0 && role != ROLE_VOTER) rc = joinAssignVoter(fd, id, zWhy, sizeof(zWhy));
+  if (rc == 0 && role != ROLE_VOTER) rc = joinAssignVoter(w, fd, id, zWhy, sizeof(zWhy));
   close(fd);
   if (rc != 0) joinSetError(zErr, nErr, "leader %s: %s", zLeader, zWhy);
   return rc == 0 ? 0 : JOIN_FAILED;
 }
 
-static long long nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int evidenceJoin(uint64_t id, const char *address, int fresh, const char *const *seeds, int n_seeds,
                  int timeout_ms, const sigset_t *stop, char *zErr, int nErr) {
   const long long started = nowMs(), deadline = started + timeout_ms;
-  const struct timespec pause = {0, 200 * 1000 * 1000};
+  const struct timespec pause = {0, 200 * 1000 * 1000}, none = {0, 0};
   long long nextReport = started + 10000;
-  int added = 0;
+  JoinWait w = {signalfd(-1, stop, SFD_CLOEXEC), 0};
+  int added = 0, rc = JOIN_FAILED;
   joinSetError(zErr, nErr, "no seed address given");
   for (int attempt = 0; n_seeds > 0; attempt++) {
-    int rc, sig;
+    int sig;
     errno = 0;
-    rc = joinThrough(seeds[attempt % n_seeds], id, address, fresh, &added, zErr, nErr);
-    if (rc != JOIN_FAILED) return rc;
-    if (nowMs() >= deadline) break;
-    if (nowMs() >= nextReport) {
+    rc = joinThrough(&w, seeds[attempt % n_seeds], id, address, fresh, &added, zErr, nErr);
+    if (rc != JOIN_FAILED) break;
+    if (!w.stopped && nowMs() >= deadline) break;
+    if (!w.stopped && nowMs() >= nextReport) {
       fprintf(stderr, "evidence_node: still trying to join, for %lld s of %d: %s\n",
               (nowMs() - started) / 1000, timeout_ms / 1000, zErr);
       nextReport += 10000;
     }
-    /* Between attempts, and at once if a stop signal is already pending. */
-    sig = sigtimedwait(stop, 0, attempt % n_seeds == n_seeds - 1 ? &pause : &(struct timespec){0, 0});
+    /* Between attempts; at once if a stop signal is pending (it ended the attempt, or
+    ** came between two). */
+    sig = sigtimedwait(stop, 0, attempt % n_seeds == n_seeds - 1 && !w.stopped ? &pause : &none);
     if (sig > 0) {
       joinSetError(zErr, nErr, "%s", sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "a signal");
-      return JOIN_STOPPED;
+      rc = JOIN_STOPPED;
+      break;
     }
+    w.stopped = 0;
   }
-  return JOIN_FAILED;
+  if (w.stopFd >= 0) close(w.stopFd);
+  return rc;
 }
