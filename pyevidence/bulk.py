@@ -242,15 +242,27 @@ def check_dir(
 ) -> Checked:
     """Read and check every document of a folder, as import_dir does, without a store."""
     validation.callback("progress", progress, "(phase, done, fraction)")
+    # The fields every document shares are checked before the folder is read, once.
+    validation.record(
+        tenant=tenant,
+        record_id="-",
+        revision=revision,
+        kind=kind,
+        body="-",
+        source="-",
+        expires_at=expires_at,
+        limits=limits,
+    )
     root = Path(directory)
     if not root.is_dir():
         raise ValidationError("directory", f"{root} is not a directory")
-    files = _documents(root)
-    records, wheres, problems = [], [], []
+    files, problems = _documents(root)
+    records: list[Record] = []
+    wheres: list[str] = []
     for number, path in enumerate(files, start=1):
         relative = path.relative_to(root).as_posix()
         try:
-            body = _read_document(root, path).decode("utf-8")
+            body = _read_document(root, path).decode("utf-8").removeprefix(_BYTE_ORDER_MARK)
         except _NotADocument as exc:
             problems.append(Problem(relative, None, str(exc)))
             continue
@@ -307,12 +319,34 @@ def _options(*, dry_run: bool, batch_size: int | None = None, progress: Progress
     validation.callback("progress", progress, "(phase, done, fraction)")
 
 
-def export_jsonl(store: EvidenceStore, out: IO[str], *, tenant: str, history: bool = False) -> ExportReport:
+def export_jsonl(
+    store: EvidenceStore, out: IO[str] | str | os.PathLike[str], *, tenant: str, history: bool = False
+) -> ExportReport:
     """Write ``tenant``'s current records (by record_id) or, with ``history``, every
     stored version (in the order written) to ``out`` as JSONL, from one snapshot.
+
+    ``out`` is a text stream, or the path of a new file: it must not exist (FileExistsError),
+    and a failed export removes it again, so a partial file never passes for a whole one.
     Vectors are not exported; a store opened with an embedder computes them again on import."""
     tenant = validation.tenant(tenant, store._limits)
     validation.flag("history", history)
+    if isinstance(out, (str, os.PathLike)):
+        with open(out, "x", encoding="utf-8", newline="\n") as new_file:
+            try:
+                return _export(store, new_file, tenant, history)
+            except BaseException:
+                new_file.close()
+                os.unlink(out)
+                raise
+    if isinstance(out, (io.RawIOBase, io.BufferedIOBase)) or not callable(getattr(out, "write", None)):
+        got = "a binary stream" if isinstance(out, (io.RawIOBase, io.BufferedIOBase)) else type(out).__name__
+        raise ValidationError(
+            "out", f"must be a new file's path or a text stream opened for writing; got {got}"
+        )
+    return _export(store, out, tenant, history)
+
+
+def _export(store: EvidenceStore, out: IO[str], tenant: str, history: bool) -> ExportReport:
     with store._engine_locked() as engine, engine.snapshot():
         if history:
             rows = engine.select(versions.CHAIN_SQL, (tenant,))
@@ -601,14 +635,27 @@ def _write(
     return written
 
 
-def _documents(root: Path) -> list[Path]:
-    found = []
-    for folder, subfolders, names in os.walk(root):
+def _documents(root: Path) -> tuple[list[Path], list[Problem]]:
+    """The documents under root, and a problem for each folder that cannot be listed: its
+    documents are unknown, so the import cannot be all of the folder."""
+    found: list[Path] = []
+    unlisted: list[Problem] = []
+
+    def cannot_list(exc: OSError) -> None:
+        folder = Path(exc.filename).relative_to(root).as_posix() if exc.filename else "."
+        unlisted.append(Problem(f"{folder}/", None, f"is a folder that cannot be read ({exc.strerror})"))
+
+    for folder, subfolders, names in os.walk(root, onerror=cannot_list):
         subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
         for name in sorted(names):
             if not name.startswith(".") and name.lower().endswith(DOCUMENT_SUFFIXES):
                 found.append(Path(folder) / name)
-    return sorted(found, key=lambda path: path.relative_to(root).as_posix())
+    return sorted(found, key=lambda path: path.relative_to(root).as_posix()), unlisted
+
+
+# A UTF-8 byte order mark is how an editor marked the encoding, not text of the document, as
+# JSONL and CSV imports read it: a document saved with one and without one is one body.
+_BYTE_ORDER_MARK = "\ufeff"
 
 
 class _NotADocument(Exception):

@@ -408,6 +408,14 @@ class EvidenceStore:
             _warn(f"unclosed EvidenceStore on {self._shown!r}; call close()", ResourceWarning, source=self)
             self._engine.close()
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # copy.copy, copy.deepcopy and pickle all come here. A copy would share the open
+        # connection and close it when collected, under the original.
+        raise TypeError(
+            "an EvidenceStore cannot be copied or pickled: it holds an open database connection;"
+            " open another EvidenceStore on the same path instead"
+        )
+
     def __enter__(self) -> EvidenceStore:
         return self
 

@@ -204,6 +204,14 @@ def _lines(n: int) -> bytes:
          "progress: must be a function of (phase, done, fraction) or None, got str"),
         (lambda s, t: bulk.export_jsonl(s, io.StringIO(), tenant="a", history="yes"),
          "history: must be True or False, got 'yes'"),
+        (lambda s, t: bulk.import_dir(s, t, tenant="a", kind="rumour", revision="v1", expires_at=9),
+         "kind: must be one of working, incident, runbook; got 'rumour'"),
+        (lambda s, t: bulk.import_dir(s, t, tenant="a", kind="runbook", revision="v1", expires_at="9"),
+         "expires_at: must be an integer, got str"),
+        (lambda s, t: bulk.export_jsonl(s, io.BytesIO(), tenant="a"),
+         "out: must be a new file's path or a text stream opened for writing; got a binary stream"),
+        (lambda s, t: bulk.export_jsonl(s, 5, tenant="a"),
+         "out: must be a new file's path or a text stream opened for writing; got int"),
     ],
 )  # fmt: skip
 def test_an_option_of_the_wrong_type_is_refused_before_anything_is_read(
@@ -235,3 +243,58 @@ def test_a_progress_function_that_fails_after_a_batch_says_what_was_kept(open_st
     ]
     kept = [r for r in (f"r{i}" for i in range(5)) if store.history(tenant="a", record_id=r)]
     assert kept == ["r0", "r1"]
+
+
+def test_a_subfolder_that_cannot_be_read_is_a_bad_record_not_left_out(
+    open_store: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """os.walk drops a folder it cannot list unless told: the import said "read: 1" and left
+    the folder's documents out. (Listing is refused here by a stand-in: root reads any folder.)"""
+    (tmp_path / "docs" / "locked").mkdir(parents=True)
+    (tmp_path / "docs" / "a.md").write_text("queue lag")
+    (tmp_path / "docs" / "locked" / "b.md").write_text("disk full")
+    real_scandir = os.scandir
+
+    def scandir(path: Any) -> Any:
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    store = open_store()
+    with pytest.raises(bulk.ImportRefused) as caught:
+        bulk.import_dir(store, tmp_path / "docs", tenant="a", kind="runbook", revision="v1", expires_at=9)
+    assert [str(p) for p in caught.value.problems] == [
+        "locked/: is a folder that cannot be read (Permission denied)"
+    ]
+    assert store.history(tenant="a", record_id="a.md") == ()
+
+
+def test_a_document_saved_with_a_byte_order_mark_is_the_same_body(open_store: Any, tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_bytes(b"\xef\xbb\xbfqueue lag\r\n")
+    store = open_store()
+    kwargs: dict[str, Any] = dict(tenant="a", kind="runbook", revision="v1", expires_at=9)
+    assert bulk.import_dir(store, tmp_path / "docs", **kwargs).written == 1
+    assert store.history(tenant="a", record_id="a.md")[-1].body == "queue lag\r\n"  # line ending kept
+    (tmp_path / "docs" / "a.md").write_bytes(b"queue lag\r\n")
+    assert bulk.import_dir(store, tmp_path / "docs", **kwargs).unchanged == 1
+
+
+def test_export_to_a_path_makes_a_new_file_and_removes_it_when_it_fails(
+    open_store: Any, tmp_path: Path
+) -> None:
+    store = open_store()
+    bulk.import_file(store, io.BytesIO(_lines(2)), format="jsonl")
+    out = tmp_path / "out.jsonl"
+    assert bulk.export_jsonl(store, out, tenant="a").written == 2
+    stream = io.StringIO()
+    bulk.export_jsonl(store, stream, tenant="a")
+    assert out.read_text(encoding="utf-8") == stream.getvalue() and stream.getvalue().count("\n") == 2
+    with pytest.raises(FileExistsError):
+        bulk.export_jsonl(store, out, tenant="a")
+    assert len(out.read_text().splitlines()) == 2  # never overwritten
+    store.close()
+    with pytest.raises(bulk.StoreError):
+        bulk.export_jsonl(store, tmp_path / "failed.jsonl", tenant="a")
+    assert not (tmp_path / "failed.jsonl").exists()

@@ -481,6 +481,7 @@ READS_ONLY = {
     "verify": ["verify", "--db", "old.db", "--tenant", "t"],
     "export": ["export", "--db", "old.db", "--tenant", "t"],
     "sql": ["sql", "old.db", "SELECT 1"],
+    "import --dry-run": ["import", "--db", "old.db", "--dry-run", "--tenant", "t", "records.jsonl"],
 }
 
 
@@ -491,6 +492,8 @@ def test_a_command_that_only_reads_says_how_to_upgrade_an_older_store_from_the_c
     """Not the API's "open it once without read_only=True", which a shell user cannot do."""
     fixture = Path(__file__).parent / "fixtures" / "v3_store.db"
     (tmp_path / "old.db").write_bytes(fixture.read_bytes())
+    record = '{"record_id":"r","revision":"v1","kind":"runbook","body":"b","source":"s","expires_at":9}'
+    (tmp_path / "records.jsonl").write_text(record + "\n")
     done = run_cli(*READS_ONLY[name], cwd=tmp_path)
     assert done.returncode == 1
     assert _one_line_error(done) == (
@@ -512,3 +515,22 @@ def test_upgrade_needed_survives_a_round_trip_through_pickle() -> None:
     again = pickle.loads(pickle.dumps(UpgradeNeeded("old.db", 3, SCHEMA_VERSION)))
     assert isinstance(again, UpgradeNeeded) and (again.where, again.version) == ("old.db", 3)
     assert str(again).endswith("open it once without read_only=True to upgrade it")
+
+
+def test_a_text_option_that_is_not_utf8_is_named_by_its_byte(tmp_path: Path) -> None:
+    """The shell passes bytes; Python holds one that is not UTF-8 as a lone surrogate (PEP 383),
+    which the store's message named as such: the user never typed one."""
+    argv = [sys.executable, "-m", "pyevidence", "retrieve", "--db", str(tmp_path / "s.db")]
+    argv += ["--tenant", "t", "--revision", "v1", "--now", "1", "--query"]
+    done = subprocess.run([*argv, b"ok \xff\xfe alpha"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == "pyevidence: error: query: is not UTF-8 text (the byte 0xff at byte 3)\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "pyevidence", "sql", str(tmp_path / "s.db"), "SELECT ?", b"\xe9"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "pyevidence: error: params[0]: is not UTF-8 text (the byte 0xe9 at byte 0)\n"
+    assert not (tmp_path / "s.db").exists()

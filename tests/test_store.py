@@ -207,3 +207,18 @@ def test_context_manager_closes(engine: str) -> None:
 def test_engine_name_is_reported(engine: str) -> None:
     with EvidenceStore(":memory:", engine=engine) as store:
         assert store.engine == engine
+
+
+def test_a_store_cannot_be_copied_or_pickled_and_stays_open(store: EvidenceStore) -> None:
+    """A shallow copy shared the connection and closed it when collected: the original's next
+    put crashed the interpreter on the native engine."""
+    import copy
+    import gc
+    import pickle
+
+    for attempt in (copy.copy, copy.deepcopy, pickle.dumps, lambda s: pickle.dumps(s.scoped(tenant="t"))):
+        with pytest.raises(TypeError, match="an EvidenceStore cannot be copied or pickled"):
+            attempt(store)
+    gc.collect()
+    store.put(tenant="t", record_id="r", revision="v1", kind="runbook", body="b", source="s", expires_at=9)
+    assert store.verify(tenant="t").ok

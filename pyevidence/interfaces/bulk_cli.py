@@ -163,17 +163,10 @@ def _checked(args: argparse.Namespace, bar: ProgressBar | None) -> bulk.Checked:
 
 def run_export(args: argparse.Namespace) -> None:
     with EvidenceStore(db_args.existing(args.db), engine=args.engine, read_only=True) as store:
-        if args.out is None:
-            report = bulk.export_jsonl(store, sys.stdout, tenant=args.tenant, history=args.history)
-        else:
-            # A failed export leaves no file behind: a partial one would pass for a whole one,
-            # and the retry would find --out taken.
-            with open(args.out, "x", encoding="utf-8", newline="\n") as out:
-                try:
-                    report = bulk.export_jsonl(store, out, tenant=args.tenant, history=args.history)
-                except BaseException:
-                    os.unlink(args.out)
-                    raise
+        # A path: a failed export leaves no file behind (a partial one would pass for a whole
+        # one, and the retry would find --out taken).
+        out = sys.stdout if args.out is None else args.out
+        report = bulk.export_jsonl(store, out, tenant=args.tenant, history=args.history)
     noun = "version" if args.history else "record"
     summary = f"pyevidence: exported {report.written:,} {noun}{'' if report.written == 1 else 's'}"
     if report.left_out:

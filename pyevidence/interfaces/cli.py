@@ -236,7 +236,27 @@ def _bench(args: argparse.Namespace) -> Any:
     return {"written": [str(p) for p in written]}
 
 
+# Options that hold text, not a path: a byte of the command line that is not UTF-8 reaches
+# Python as a lone surrogate (U+DC80..U+DCFF, PEP 383), which is said here as the byte it was.
+_TEXT_ARGUMENTS = ("tenant", "record_id", "revision", "kind", "body", "source", "query", "version")
+
+
+def _utf8_arguments(args: argparse.Namespace) -> None:
+    values = [(name, getattr(args, name, None)) for name in _TEXT_ARGUMENTS]
+    if args.command == "sql":
+        values += [("statement", args.statement)] + [(f"params[{i}]", v) for i, v in enumerate(args.params)]
+    for name, value in values:
+        if isinstance(value, str):
+            for index, char in enumerate(value):
+                if "\udc80" <= char <= "\udcff":
+                    at = len(value[:index].encode("utf-8", "surrogateescape"))
+                    raise ValidationError(
+                        name, f"is not UTF-8 text (the byte 0x{ord(char) - 0xDC00:02x} at byte {at})"
+                    )
+
+
 def _run(args: argparse.Namespace) -> Any:
+    _utf8_arguments(args)
     if args.command == "demo":
         return demo.run_semantic(engine=args.engine) if args.semantic else demo.run(engine=args.engine)
     if args.command == "doctor":
@@ -383,10 +403,8 @@ def _main(argv: list[str]) -> int:
     except UpgradeNeeded as exc:  # a command that only reads met an older store
         check = f"pyevidence check --db {shlex.quote(exc.where)}"
         how = f"open it once with a command that writes, such as '{check}'"
-        print(
-            f"pyevidence: error: {exc.older()}; 'pyevidence {args.command}' only reads: {how}",
-            file=sys.stderr,
-        )
+        command = args.command + (" --dry-run" if getattr(args, "dry_run", False) else "")
+        print(f"pyevidence: error: {exc.older()}; 'pyevidence {command}' only reads: {how}", file=sys.stderr)
         return EXIT_STORE
     except (EvidenceError, UnicodeError) as exc:
         print(f"pyevidence: error: {exc}", file=sys.stderr)
