@@ -348,6 +348,62 @@ def test_sidecars_another_reader_left_are_refused_for_writing_with_what_to_do(
     )
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs another user, so root to switch to it")
+def test_sidecars_this_user_owns_but_may_not_use_are_named_as_its_own(shared_dir: Path, engine: str) -> None:
+    """The message blamed "another user's connection" for the user's own -wal, which holds a
+    committed put here. (The read-only open's hint for such a -wal cannot be shown here: the child
+    keeps CAP_DAC_READ_SEARCH, so it can read the file.)"""
+    db = shared_dir / "ev.db"
+    shared_dir.chmod(0o777)
+    setpriv = str(shutil.which("setpriv"))
+    leave_a_wal = textwrap.dedent(f"""
+        import os
+        from pyevidence import EvidenceStore
+        store = EvidenceStore({str(db)!r}, engine={engine!r})
+        store.put(tenant="t", record_id="r", revision="v1", kind="runbook", body="b", source="s", expires_at=9)
+        os.chmod({str(db) + "-wal"!r}, 0)
+        os._exit(0)  # no close: the -wal stays, with the put in it
+    """)
+    opener = textwrap.dedent(f"""
+        from pyevidence import EvidenceStore, StoreError
+        try:
+            EvidenceStore({str(db)!r}, engine={engine!r})
+        except StoreError as exc:
+            print(exc)
+    """)
+    for script in (leave_a_wal, opener):
+        done = subprocess.run(
+            [*as_user(setpriv, 65534), sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.stderr == ""
+    assert done.stdout.splitlines() == [
+        f"opening {db} failed: this user owns {db}-wal but may not write it; give it write permission "
+        f"(chmod u+rw {db}-wal)",
+    ]
+
+
+def test_retrieve_and_check_read_a_store_this_user_cannot_write(shared_dir: Path, engine: str) -> None:
+    """Both only read, yet opened the store for writing, and told a shell user to pass
+    read_only=True, which the command line has no way to say."""
+    db = shared_dir / "ev.db"
+    written_store(db, engine)
+    db.chmod(0o644)
+    shared_dir.chmod(0o777)
+    script = textwrap.dedent(f"""
+        import subprocess, sys
+        for args in (["retrieve", "--tenant", "team-a", "--revision", "v1", "--query", "queue", "--now", "0"],
+                     ["check"]):
+            done = subprocess.run([sys.executable, "-m", "pyevidence", *args, "--db", {str(db)!r},
+                                   "--engine", {engine!r}], capture_output=True, text=True)
+            print(done.returncode, done.stderr.strip())
+    """)
+    done = run_as_other_user(script, db)
+    assert done.stdout.splitlines() == ["0 ", "0 "], done.stdout + done.stderr
+
+
 # ---- names that are not UTF-8 (item 17)
 
 

@@ -232,3 +232,35 @@ def test_the_version_6_check_accepts_exactly_what_version_5_did(text: str) -> No
     except Exception:
         valid = False
     assert valid == bool(accepted[1])
+
+
+@pytest.mark.parametrize(
+    ("column", "values"),
+    [
+        ("body", "'t0', 'v1', 100, 'bad', 'runbook', CAST(x'71ff20' AS TEXT), 's'"),
+        ("tenant", "CAST(x'74c3' AS TEXT), 'v1', 100, 'bad', 'runbook', 'q', 's'"),
+        ("source", "'t0', 'v1', 100, 'bad', 'runbook', 'q', CAST(x'ed' AS TEXT)"),
+    ],
+)
+def test_text_that_is_not_utf8_from_before_version_4_is_refused_alike_by_both_engines(
+    engine: str, tmp_path: Path, column: str, values: str
+) -> None:
+    """Versions 1-3 stored what raw SQL gave them. The native engine carried such text into
+    the new schema, where put() can never write it, and the Python engine failed with "user-
+    defined function raised exception"; both now refuse the upgrade, naming the record."""
+    path = tmp_path / "old.db"
+    path.write_bytes((Path(__file__).parent / "fixtures" / "v1_store.db").read_bytes())
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"INSERT INTO evidence VALUES ({values})")
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(schema.SchemaError) as refused:
+        EvidenceStore(path, engine=engine)
+    tenant = "t\\xc3" if column == "tenant" else "t0"
+    assert str(refused.value) == (
+        f"{path} could not be upgraded from pyevidence schema version 1, and is left as it was: the "
+        f"{column} of record 'bad' of tenant {tenant!r} (table evidence) is stored text that is not "
+        "valid UTF-8, which raw SQL wrote and no later version stores; correct or delete that record "
+        "with the release that wrote it, then open the store again"
+    )
+    assert path.read_bytes() == before

@@ -186,6 +186,15 @@ def _open(path: str, engine: str) -> EvidenceStore:
     return EvidenceStore(path, engine=engine, progress=IndexProgress())
 
 
+def _open_to_read(path: str, engine: str) -> EvidenceStore:
+    """For retrieve and check, which only read: a file this user may not write is opened
+    read-only (an older one then cannot be upgraded, and the error says so); any other as
+    _open does, so that an older store is upgraded on the way."""
+    if not paths.is_cluster_url(path) and os.path.isfile(path) and not os.access(path, os.W_OK):
+        return EvidenceStore(path, engine=engine, read_only=True)
+    return _open(path, engine)
+
+
 def _jsonable(value: Any) -> Any:
     """SQL values as JSON: a blob becomes {"blob": "<hex>"}."""
     return {"blob": value.hex()} if isinstance(value, bytes) else value
@@ -292,7 +301,7 @@ def _run(args: argparse.Namespace) -> Any:
             store.put(**asdict(record))
         return {"put": {"tenant": args.tenant, "record_id": args.record_id}}
     if args.command == "retrieve":
-        with _open(db_args.existing(args.db), args.engine) as store:
+        with _open_to_read(db_args.existing(args.db), args.engine) as store:
             result = store.retrieve(
                 tenant=args.tenant,
                 revision=args.revision,
@@ -311,7 +320,7 @@ def _run(args: argparse.Namespace) -> Any:
         with _open(db_args.existing(args.db), args.engine) as store:
             return store.reindex().to_dict()
     if args.command == "check":
-        with _open(db_args.existing(args.db), args.engine) as store:
+        with _open_to_read(db_args.existing(args.db), args.engine) as store:
             return store.check_index().to_dict()
     if args.command == "mcp":
         return mcp_server.main(args)  # stdout carries the protocol only: nothing is printed after it

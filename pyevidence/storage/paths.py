@@ -160,6 +160,11 @@ def _refuse_unwritable_sidecars(where: DatabasePath) -> None:
     stuck = [
         real + s for s in ("-wal", "-shm") if os.path.exists(real + s) and not os.access(real + s, os.W_OK)
     ]
+    if stuck and all(os.stat(path).st_uid == os.geteuid() for path in stuck):
+        raise StoreError(
+            f"opening {where.shown} failed: this user owns {' and '.join(stuck)} but may not write "
+            f"{'it' if len(stuck) == 1 else 'them'}; give it write permission (chmod u+rw {' '.join(stuck)})"
+        )
     if stuck:
         raise StoreError(
             f"opening {where.shown} failed: this user cannot write {' and '.join(stuck)}, left by "
@@ -237,6 +242,18 @@ def open_failure_hint(code: int, where: DatabasePath, *, read_only: bool) -> str
         return (
             f"; {sidecars} exist but this user cannot write them; let this user write them "
             "(or remove them after every writer has closed the store)"
+        )
+    blocked = [
+        real + s
+        for s in ("-wal", "-shm")
+        if os.path.exists(real + s) and not os.access(real + s, os.R_OK | os.W_OK)
+    ]
+    if code & 0xFF == SQLITE_CANTOPEN and blocked:
+        # A -wal may hold committed writes: it is never to be removed while it cannot be read.
+        return (
+            f"; this user cannot read and write {' and '.join(blocked)}, which SQLite needs to open the "
+            f"store (the -wal may hold committed writes); give it permission (chmod u+rw "
+            f"{' '.join(blocked)}, as their owner)"
         )
     return ""
 

@@ -367,6 +367,7 @@ def _migrate(query: Query, script: Script, where: str, build_index: BuildIndex |
                     "from what that version created; it is not upgraded, restore it from a backup"
                 )
             _refuse_extra(found, _objects_of(_package_text(frozen)), where)
+            _refuse_text_not_utf8(query, where, version)
             # "@include schema.sql" is the schema of the version this step upgrades to:
             # frozen if a later step follows, else this release's schema.sql.
             following = MIGRATIONS.get(version + 1)
@@ -389,6 +390,35 @@ def _migrate(query: Query, script: Script, where: str, build_index: BuildIndex |
         script("ROLLBACK;")
         raise
     script("COMMIT;")
+
+
+# Versions before 4 did not check that stored text is UTF-8, so raw SQL could store other bytes
+# (CAST(x'ff' AS TEXT)) in these tables. Every later version refuses such text: carried over, it
+# would be a record that put() cannot write, and that each engine reads differently.
+_TEXT_UNCHECKED_IN = {
+    1: ("evidence",),
+    2: ("evidence_versions", "evidence"),
+    3: ("evidence_versions", "evidence"),
+}
+_TEXT_COLUMNS = ("tenant", "record_id", "revision", "kind", "body", "source")
+
+
+def _refuse_text_not_utf8(query: Query, where: str, version: int) -> None:
+    for table in _TEXT_UNCHECKED_IN.get(version, ()):
+        for column in _TEXT_COLUMNS:
+            found = query(
+                f"SELECT CAST(tenant AS BLOB), CAST(record_id AS BLOB) FROM {table}"
+                f" WHERE NOT evidence_utf8_valid(CAST({column} AS BLOB)) LIMIT 1"
+            )
+            if found:
+                tenant, record_id = (bytes(value).decode("utf-8", "backslashreplace") for value in found[0])
+                raise SchemaError(
+                    f"{where} could not be upgraded from pyevidence schema version {version}, and is left "
+                    f"as it was: the {column} of record {record_id!r} of tenant {tenant!r} (table {table}) "
+                    "is stored text that is not valid UTF-8, which raw SQL wrote and no later version "
+                    "stores; correct or delete that record with the release that wrote it, then open "
+                    "the store again"
+                )
 
 
 @contextmanager
