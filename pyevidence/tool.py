@@ -222,9 +222,17 @@ def _history(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now:
 
 
 def _put(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now: int) -> dict[str, Any]:
-    del now
     stored = scoped.put_in_revision(revision=revision, **arguments)
-    return {"stored": True, "record_id": stored.record_id, "version": stored.version}
+    reply = {"stored": True, "record_id": stored.record_id, "version": stored.version}
+    # The model is not told the server's clock, so it may pick an expiry that has passed: the
+    # record is then stored but never found, and the reply must say so.
+    if arguments["expires_at"] <= now:
+        reply["expired"] = True
+        reply["note"] = (
+            f"stored, but expires_at {arguments['expires_at']} is not after the server's time now "
+            f"({now}), so retrieve_evidence will not find it; put it again with a later expires_at"
+        )
+    return reply
 
 
 def _forget(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now: int) -> dict[str, Any]:

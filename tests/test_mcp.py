@@ -513,3 +513,55 @@ def export(store: EvidenceStore) -> str:
     for tenant in ("team-a", "team-b"):
         bulk.export_jsonl(store, out, tenant=tenant, history=True)
     return out.getvalue()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.text(min_size=1), st.text(min_size=1), st.text(min_size=1)), min_size=1, max_size=3)
+)
+def test_the_text_rendering_gives_each_hit_one_line_with_every_character_visible(
+    hits: list[tuple[str, str, str]],
+) -> None:
+    """A body holding a newline added lines that read as hits of their own, and a right-to-left
+    override reversed the text a host showed: stored text is someone else's."""
+    from pyevidence.core.visible import INVISIBLE
+    from pyevidence.interfaces.mcp_server import render
+
+    result = {
+        "eligible_count": len(hits),
+        "hits": [
+            {"citation": citation, "record_id": record_id, "version": "1-ab", "body": body}
+            for citation, record_id, body in hits
+        ],
+    }
+    text = render("retrieve_evidence", result)
+    lines = text.splitlines()
+    assert len(lines) == 1 + len(hits) and all(line.startswith("- ") for line in lines[1:])
+    assert INVISIBLE.search(text) is None and "\r" not in text
+    version = {"source": hits[0][0], "version": "1-ab", "body": hits[0][2], "expired": False}
+    found = render("get_cited_version", {"status": "found", "version": version})
+    assert len(found.splitlines()) == 1 and INVISIBLE.search(found) is None
+
+
+def test_a_put_that_is_expired_already_says_so(tmp_path: Path) -> None:
+    """The model is not told the server's clock: a put it made with a past expiry was "stored",
+    and never found."""
+    with EvidenceStore(tmp_path / "e.db") as store:
+        scoped = store.scoped(tenant="team-a")
+        arguments = {"record_id": "r", "kind": "working", "body": "b", "source": "s"}
+        late = tool.run_tool("put_evidence", scoped, {**arguments, "expires_at": 100}, revision="v1",
+                             now=100, allow_writes=True)  # fmt: skip
+        assert late["stored"] and late["expired"] is True
+        assert late["note"] == (
+            "stored, but expires_at 100 is not after the server's time now (100), so retrieve_evidence "
+            "will not find it; put it again with a later expires_at"
+        )
+        fine = tool.run_tool("put_evidence", scoped, {**arguments, "expires_at": 101}, revision="v1",
+                             now=100, allow_writes=True)  # fmt: skip
+        assert "expired" not in fine and "note" not in fine
+        cited = tool.run_tool("get_cited_version", scoped, {"record_id": "r", "version": late["version"]},
+                              revision="v1", now=100)  # fmt: skip
+        from pyevidence.interfaces.mcp_server import render
+
+        assert render("get_cited_version", cited).startswith("found: s version 1-")
+        assert "(expired: not current evidence)" in render("get_cited_version", cited)

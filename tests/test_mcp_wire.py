@@ -49,7 +49,7 @@ def _line_within(stream: Any, seconds: float) -> bytes:
 
 
 def session(
-    tmp_path: Path, lines: list[bytes], replies: int
+    tmp_path: Path, lines: list[bytes], replies: int, handshake: bool = True
 ) -> tuple[dict[Any, dict[str, Any]], list[dict[str, Any]], str]:
     """Send ``lines`` after the handshake, read ``replies`` replies (the handshake's too), then
     close stdin: the replies by id, those with no id, and stderr. Stdin stays open until the
@@ -58,7 +58,7 @@ def session(
     with EvidenceStore(db, engine="python") as store:
         store.put(tenant="team-a", record_id="queue", revision="v1", kind="runbook", expires_at=FAR,
                   source="runbook://queue", body="queue lag: restart the consumer 🙂")  # fmt: skip
-    handshake = [json.dumps(INITIALIZE).encode(), json.dumps(INITIALIZED).encode()]
+    first = [json.dumps(INITIALIZE).encode(), json.dumps(INITIALIZED).encode()] if handshake else []
     server = subprocess.Popen(
         [
             sys.executable,
@@ -79,7 +79,7 @@ def session(
     )
     assert server.stdin is not None and server.stdout is not None and server.stderr is not None
     try:
-        server.stdin.write(b"\n".join(handshake + lines) + b"\n")
+        server.stdin.write(b"\n".join(first + lines) + b"\n")
         server.stdin.flush()
         got = [json.loads(_line_within(server.stdout, 60)) for _ in range(replies)]
         server.stdin.close()
@@ -100,7 +100,7 @@ def test_every_request_gets_one_reply_whatever_its_line_holds(tmp_path: Path) ->
         retrieve(2, "queue lag \ud83d").encode(),  # a lone surrogate: the tool's own rule answers
         retrieve(3, "queue lag 🙂").encode(),  # the surrogate pair whole: a result
         latin1,  # é in Latin-1, not UTF-8
-        b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": ',  # cut short: no id to be read
+        b'{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": ',  # cut short after its id
         b'{"jsonrpc": "1.0", "id": 6, "method": "ping"}',
         b'{"jsonrpc": "2.0", "id": 7, "id": 8, "method": "ping"}',
         b'{"jsonrpc": "2.0", "id": 9.5, "method": "ping"}',
@@ -119,7 +119,11 @@ def test_every_request_gets_one_reply_whatever_its_line_holds(tmp_path: Path) ->
         b'{"jsonrpc": "2.0", "id": 11, "method": "ping"}',  # the session goes on
     ]
     by_id, anonymous, stderr = session(tmp_path, lines, replies=12)
-    assert set(by_id) == {1, 2, 3, "four", 6, 11, 12, 13}
+    assert set(by_id) == {1, 2, 3, "four", 5, 6, 11, 12, 13}
+    assert by_id[5]["error"] == {
+        "code": PARSE_ERROR,
+        "message": "the message is not valid JSON: Expecting value: line 1 column 63 (char 62)",
+    }
     assert (
         by_id[12]["error"]["message"] == "the message's method is not valid Unicode text (a lone surrogate)"
     )
@@ -139,9 +143,8 @@ def test_every_request_gets_one_reply_whatever_its_line_holds(tmp_path: Path) ->
     assert by_id[6]["error"]["code"] == INVALID_REQUEST
     assert "jsonrpc" in by_id[6]["error"]["message"]
     assert by_id[11]["result"] == {}
-    # The lines with no id to be read (5, 7-8, 9.5) are answered with id null, in their order.
+    # The lines with no id to be read (7-8, 9.5) are answered with id null, in their order.
     assert [reply["error"]["message"] for reply in anonymous] == [
-        "the message is not valid JSON: Expecting value: line 1 column 63 (char 62)",
         "the message repeats the key 'id' in one object",
         "the message's id must be a string or an integer, not a number with a fraction or an exponent",
         "the message's id is not valid Unicode text (a lone surrogate)",
@@ -157,7 +160,7 @@ REFUSED_LINES = [
     (b"not json", Refusal(None, PARSE_ERROR, NOT_JSON + "Expecting value: line 1 column 1 (char 0)")),
     (
         b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "x": NaN}',
-        Refusal(None, PARSE_ERROR, NOT_JSON + "NaN is not a number JSON allows"),
+        Refusal(1, PARSE_ERROR, NOT_JSON + "NaN is not a number JSON allows"),
     ),
     (b"[1, 2]", Refusal(None, INVALID_REQUEST, "the message is not a JSON object")),
     (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}', Refusal(None, INVALID_REQUEST, NOT_AN_ID + "null")),
@@ -189,6 +192,57 @@ REFUSED_LINES = [
     ),
     (b"   \r\n", None),
 ]
+
+
+def _call(request_id: str, arguments: str) -> bytes:
+    start = f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", '
+    return (start + f'"params": {{"name": "retrieve_evidence", "arguments": {arguments}}}}}').encode()
+
+
+# Lines strict_json refuses, and the id their reply carries: every id a client can be sure of
+# (the SDK's client waited for ever on an error with id null).
+IDS_OF_REFUSED_LINES = [
+    (_call("20", '{"query": "q", "limit": 1' + "0" * 200 + "}"), 20),  # a number of 201 digits
+    (_call('"21"', '{"query": ' + "[" * 70 + "]" * 70 + "}"), "21"),  # nested past 64 levels
+    (_call("22", '{"query": "a", "query": "b"}'), 22),  # a key repeated, not the id
+    (_call("23", '{"query": "q", "limit": Infinity}'), 23),
+    (_call("24", '{"query": "q", "limit": 1' + "0" * 5000 + "}"), 24),  # past Python's own int limit
+    (b'{"method": "tools/call", "jsonrpc": "2.0", "id": "x", "params": {', "x"),  # cut short
+    (b'{"jsonrpc": "2.0", "params": {"a": 1}, "id": 25', None),  # cut short, the id after a value
+    (b'{"jsonrpc": "2.0", "id": 26, "id": 27, "method": "ping", "x": NaN}', None),  # which id?
+    (b'{"jsonrpc": "2.0", "id": "\\ud83d", "method": "ping", "x": NaN}', None),  # no reply can carry it
+]
+
+
+@pytest.mark.parametrize(("line", "request_id"), IDS_OF_REFUSED_LINES)
+def test_a_refused_line_is_answered_with_the_id_it_shows(line: bytes, request_id: int | str | None) -> None:
+    refusal = read_message(line)
+    assert isinstance(refusal, Refusal) and refusal.code == PARSE_ERROR and refusal.reply
+    assert refusal.request_id == request_id
+
+
+def test_a_refused_notification_gets_no_reply() -> None:
+    refusal = read_message(b'{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"p": NaN}}')
+    assert isinstance(refusal, Refusal) and not refusal.reply
+
+
+def test_a_request_before_initialize_is_told_to_initialize_first(tmp_path: Path) -> None:
+    lines = [
+        retrieve(2, "queue"),
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+        json.dumps(INITIALIZE),
+        json.dumps(INITIALIZED),
+        retrieve(4, "queue"),
+    ]
+    by_id, anonymous, _ = session(tmp_path, [line.encode() for line in lines], replies=4, handshake=False)
+    assert not anonymous
+    assert by_id[2]["error"] == {
+        "code": INVALID_REQUEST,
+        "message": "the request came before the session was initialized: send 'initialize' first, "
+        "then 'tools/call'",
+    }
+    assert by_id[3]["result"] == {}  # ping is allowed at any time
+    assert by_id[4]["result"]["structuredContent"]["hits"][0]["record_id"] == "queue"
 
 
 @pytest.mark.parametrize(("line", "expected"), REFUSED_LINES)

@@ -360,7 +360,8 @@ def test_sidecars_this_user_owns_but_may_not_use_are_named_as_its_own(shared_dir
         import os
         from pyevidence import EvidenceStore
         store = EvidenceStore({str(db)!r}, engine={engine!r})
-        store.put(tenant="t", record_id="r", revision="v1", kind="runbook", body="b", source="s", expires_at=9)
+        store.put(tenant="t", record_id="r", revision="v1", kind="runbook", body="b", source="s",
+                  expires_at=9)
         os.chmod({str(db) + "-wal"!r}, 0)
         os._exit(0)  # no close: the -wal stays, with the put in it
     """)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .. import tool
 from ..core import validation
 from ..core.errors import EvidenceError
+from ..core.visible import one_line
 from ..store import EvidenceStore
 from . import clock as clocks
 from . import db_args, mcp_wire
@@ -91,21 +92,33 @@ def render(name: str, result: dict[str, Any]) -> str:
                 else "nothing in scope"
             )
             return f"{result['note']} ({why}.)"
+        # Stored text is someone else's: each hit stays on its one line, every character visible.
         lines = [f"{len(result['hits'])} hit(s) of {result['eligible_count']} records in scope:"]
         for hit in result["hits"]:
-            body = (
-                hit["body"] if len(hit["body"]) <= TEXT_BODY_CHARS else hit["body"][:TEXT_BODY_CHARS] + "..."
+            body = _shortened(hit["body"])
+            lines.append(
+                f"- {one_line(hit['citation'])} (record {one_line(hit['record_id'])}, version "
+                f"{hit['version']}): {one_line(body)}"
             )
-            lines.append(f"- {hit['citation']} (record {hit['record_id']}, version {hit['version']}): {body}")
         return "\n".join(lines)
     if name == "get_cited_version":
         if result["status"] == "found":
             found = result["version"]
-            return f"found: {found['source']} version {found['version']}: {found['body']}"
+            expired = " (expired: not current evidence)" if found["expired"] else ""
+            return (
+                f"found: {one_line(found['source'])} version {found['version']}{expired}: "
+                f"{one_line(found['body'])}"
+            )
         return str(result["note"])
     if name == "record_history":
-        return f"{len(result['versions'])} version(s) of {result['record_id']} in this scope."
+        return f"{len(result['versions'])} version(s) of {one_line(result['record_id'])} in this scope."
+    if name == "put_evidence" and result.get("expired"):
+        return f"{result['note']} {json.dumps(result, sort_keys=True)}"
     return json.dumps(result, sort_keys=True)
+
+
+def _shortened(body: str) -> str:
+    return body if len(body) <= TEXT_BODY_CHARS else body[:TEXT_BODY_CHARS] + "..."
 
 
 def serve(binding: Binding) -> None:

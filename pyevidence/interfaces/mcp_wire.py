@@ -16,7 +16,9 @@ JSON is read by strict_json, the parser for every JSON text pyevidence does not 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -70,7 +72,8 @@ def read_message(line: bytes) -> mcp_types.JSONRPCMessage | Refusal | None:
     try:
         document = strict_json.loads(text)
     except strict_json.JsonRefused as exc:
-        return Refusal(None, PARSE_ERROR, f"the message {exc}")
+        request_id, notification = _id_despite_refusal(text)
+        return Refusal(request_id, PARSE_ERROR, f"the message {exc}", reply=not notification)
     if not isinstance(document, dict):
         return Refusal(None, INVALID_REQUEST, "the message is not a JSON object")
     if isinstance(document.get("id"), str) and not _is_unicode(document["id"]):
@@ -101,6 +104,51 @@ def read_message(line: bytes) -> mcp_types.JSONRPCMessage | Refusal | None:
             where = ".".join(str(part) for part in first["loc"])
             return Refusal(message.id, INVALID_PARAMS, f"the message's params.{where}: {first['msg']}")
     return message
+
+
+class _Members(dict[str, Any]):
+    """An object as the lenient parser reads it, with every value its "id" keys hold."""
+
+    ids: list[Any]
+
+
+def _members(pairs: list[tuple[str, Any]]) -> _Members:
+    found = _Members(pairs)
+    found.ids = [value for key, value in pairs if key == "id"]
+    return found
+
+
+# The id of a request cut short or otherwise not JSON, when it comes before any nested value,
+# as clients write it: {"jsonrpc": "2.0", "id": 7, "method": ...}.
+_LEADING_ID = re.compile(
+    r'\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\]*"\s*,)*\s*"id"\s*:\s*(-?[0-9]{1,18}|"[^"\\]*")\s*[,}]'
+)
+
+
+def _id_despite_refusal(text: str) -> tuple[int | str | None, bool]:
+    """The request id a line that strict_json refuses still shows (a huge number, deep
+    nesting, NaN or a repeated key elsewhere in it), so that the client's call ends with the
+    error instead of waiting for ever; and whether the line is a notification, which gets no
+    reply. The id must be certain: one "id" key at the top, a string or an integer."""
+    try:
+        document = json.loads(
+            text,
+            object_pairs_hook=_members,
+            parse_constant=lambda _: None,
+            parse_int=lambda digits: int(digits) if len(digits) <= 100 else None,
+        )
+    except (ValueError, RecursionError):
+        leading = _LEADING_ID.match(text)
+        return (json.loads(leading.group(1)) if leading else None), False
+    if not isinstance(document, _Members):
+        return None, False
+    if not document.ids:
+        return None, "method" in document
+    request_id = document.ids[0]
+    certain = len(document.ids) == 1 and _is_id(request_id)
+    if not certain or (isinstance(request_id, str) and not _is_unicode(request_id)):
+        return None, False
+    return request_id, False
 
 
 def _is_unicode(text: str) -> bool:
@@ -225,6 +273,28 @@ def _read_lines(fd: int, lines: Any, token: Any) -> None:
         pass
 
 
+class _Lifecycle:
+    """MCP's order: a session starts with initialize. The SDK answered a tools/call sent before
+    it with "Invalid request parameters", which sends a client looking at its arguments."""
+
+    def __init__(self) -> None:
+        self.initialized = False
+
+    def admit(self, message: mcp_types.JSONRPCMessage) -> mcp_types.JSONRPCMessage | Refusal:
+        import mcp_types
+
+        if not isinstance(message, mcp_types.JSONRPCRequest) or self.initialized:
+            return message
+        if message.method == "initialize":
+            self.initialized = True
+        elif message.method != "ping":
+            problem = (
+                f"came before the session was initialized: send 'initialize' first, then {message.method!r}"
+            )
+            return Refusal(message.id, INVALID_REQUEST, f"the request {problem}")
+        return message
+
+
 async def _relay(stdin: int, messages: Any, replies: _Sends) -> None:
     """Read stdin to its end: each message to ``messages``, each refusal's reply to ``replies``."""
     import threading
@@ -234,6 +304,7 @@ async def _relay(stdin: int, messages: Any, replies: _Sends) -> None:
     import mcp_types
     from mcp.shared.message import SessionMessage
 
+    lifecycle = _Lifecycle()
     send_line, lines = anyio.create_memory_object_stream[bytes](16)
     token = anyio.lowlevel.current_token()
     threading.Thread(target=_read_lines, args=(stdin, send_line, token), daemon=True).start()
@@ -242,6 +313,8 @@ async def _relay(stdin: int, messages: Any, replies: _Sends) -> None:
             outcome = read_message(line)
             if outcome is None:
                 continue
+            if not isinstance(outcome, Refusal):
+                outcome = lifecycle.admit(outcome)
             if not isinstance(outcome, Refusal):
                 await messages.send(SessionMessage(outcome))
                 continue
