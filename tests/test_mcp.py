@@ -331,6 +331,29 @@ def test_a_missing_database_is_not_created(tmp_path: Path) -> None:
     assert done.returncode == 1 and f"no database at {db}" in done.stderr and not db.exists()
 
 
+def test_a_scope_with_no_record_is_noted_when_the_server_starts(tmp_path: Path) -> None:
+    """A mistyped --tenant served "no evidence found" to every query, and nothing said why."""
+    db = tmp_path / "e.db"
+    populate(db, "python")
+    notes = {}
+    for tenant in ("team-a", "team-A"):
+        args = ["--db", str(db), "--tenant", tenant, "--revision", "v1"]
+        done = subprocess.run(
+            [sys.executable, "-m", "pyevidence", "mcp", *args],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0
+        notes[tenant] = done.stderr
+    assert "note" not in notes["team-a"]
+    assert notes["team-A"] == (
+        "pyevidence mcp: note: this store holds no record of tenant 'team-A' in revision 'v1'; every "
+        "query will find nothing until records are put there (check --tenant and --revision)\n"
+    )
+
+
 def slow_store(path: Path) -> str:
     """A store where one call takes a good part of a second on the python engine: the
     history of a record with 40,000 versions (a retrieve is no longer slow: the token

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import sys
 from typing import TYPE_CHECKING, Any
 
 from .. import tool
@@ -191,4 +192,19 @@ def main(args: argparse.Namespace) -> None:
             clock=args.clock,
             now=args.now,
         )
+        _note_an_empty_scope(store, args.tenant, args.revision)
         serve(binding)
+
+
+def _note_an_empty_scope(store: EvidenceStore, tenant: str, revision: str) -> None:
+    """A mistyped --tenant or --revision serves nothing at all, and each answer would read as
+    "no evidence found": say so once, at the start, where the person who started it looks."""
+    in_scope = store.retrieve(tenant=tenant, revision=revision, query="", now=-(2**63)).eligible_count
+    if in_scope == 0:
+        print(
+            f"pyevidence mcp: note: this store holds no record of tenant {tenant!r} in revision "
+            f"{revision!r}; every query will find nothing until records are put there (check --tenant "
+            "and --revision)",
+            file=sys.stderr,
+            flush=True,
+        )
