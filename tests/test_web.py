@@ -7,8 +7,14 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +23,7 @@ from helpers import tamper
 from starlette.testclient import TestClient
 
 from pyevidence import EvidenceStore
+from pyevidence.core import jsonout
 from pyevidence.interfaces import cli
 from pyevidence.interfaces.clock import Clock
 from pyevidence.interfaces.web import app as web_app
@@ -80,6 +87,22 @@ def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     return capsys.readouterr().out
 
 
+def with_expired(printed: str, now: int) -> str:
+    """The CLI's history or get-version output with each version's ``expired`` at ``now``, as the
+    page adds it (the CLI has no clock for those commands)."""
+
+    def mark(version: dict[str, Any]) -> dict[str, Any]:
+        expires_at = version["expires_at"]
+        return {**version, "expired": expires_at is not None and expires_at <= now}
+
+    value = json.loads(printed)
+    if "versions" in value:
+        value["versions"] = [mark(v) for v in value["versions"]]
+    elif value.get("version") is not None:
+        value["version"] = mark(value["version"])
+    return jsonout.dumps(value)
+
+
 def test_every_page_as_json_is_what_the_cli_prints(
     served: tuple[TestClient, Path, dict[str, str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -136,7 +159,10 @@ def test_every_page_as_json_is_what_the_cli_prints(
     for url, args in pairs:
         response = client.get(url)
         assert (url, response.status_code, response.headers["content-type"]) == (url, 200, "application/json")
-        assert response.text == cli_json(capsys, *args), url  # the same bytes, not just the same data
+        expected = cli_json(capsys, *args)
+        if args[0] in ("history", "get-version"):  # the same, and each version says if it expired
+            expected = with_expired(expected, NOW)
+        assert response.text == expected, url  # the same bytes, not just the same data
     found = client.get("/?q=consumer+lag+queue&format=json").json()
     assert found["scope"] == {"tenant": "team-a", "revision": "v1", "now": NOW}
     assert found["hits"][0]["record_id"] == "runbook-queue"
@@ -402,3 +428,259 @@ def test_a_limit_asked_for_stays_in_the_json_link_and_the_form(
     assert len(client.get("/?q=queue&limit=1&format=json").json()["hits"]) == 1
     default = client.get("/?q=queue")
     assert 'href="/?q=queue&amp;format=json"' in default.text and 'name="limit"' not in default.text
+
+
+def expiring(path: Path, engine: str) -> dict[str, str]:
+    """team-a at v1: "old", whose versions expire at 500 and then 1000, and "fresh", at 5000."""
+    with EvidenceStore(path, engine=engine) as store:
+        for record_id, expires_at in (("old", 500), ("old", 1000), ("fresh", 5000)):
+            store.put(
+                tenant="team-a", record_id=record_id, revision="v1", kind="incident",
+                body=f"queue backlog: restart consumer ({record_id}, {expires_at})",
+                source=f"runbook://{record_id}", expires_at=expires_at,
+            )  # fmt: skip
+        old = [v.version for v in store.history(tenant="team-a", record_id="old")]
+        return {
+            "old-500": old[0],
+            "old-1000": old[1],
+            "fresh": store.history(tenant="team-a", record_id="fresh")[0].version,
+        }
+
+
+def client_at(store: EvidenceStore, now: int) -> TestClient:
+    app = create_app(store.scoped(tenant="team-a"), revision="v1", clock=Clock("logical", now))
+    return TestClient(app, base_url="http://127.0.0.1")
+
+
+@pytest.mark.parametrize("now", [999, 1000])  # a version has expired once now reaches its expires_at
+def test_an_expired_version_is_never_shown_as_current_evidence(engine: str, tmp_path: Path, now: int) -> None:
+    path = tmp_path / "expiring.db"
+    expiring(path, engine)
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        client = client_at(store, now)
+        found = client.get("/?q=backlog+restart&format=json").json()
+        assert sorted(hit["record_id"] for hit in found["hits"]) == (
+            ["fresh"] if now == 1000 else ["fresh", "old"]
+        )
+        page = client.get("/record?record_id=old")
+        assert page.status_code == 200 and f"now <code>{now}</code>" in page.text
+        if now == 1000:  # retrieve finds nothing of "old": the page must not call it current
+            assert '<pre class="body">' not in page.text
+            assert "No current version in this scope: the latest version" in page.text
+            assert "expired at 1000 (now is 1000), so it is no longer evidence" in page.text
+        else:
+            assert '<pre class="body">queue backlog: restart consumer (old, 1000)</pre>' in page.text
+            assert "No current version" not in page.text
+
+
+@pytest.mark.parametrize("now", [999, 1000, 5000])
+def test_every_page_that_shows_a_version_says_whether_it_expired(
+    engine: str, tmp_path: Path, now: int
+) -> None:
+    path = tmp_path / "expiring.db"
+    cited = expiring(path, engine)
+    expired = {"old-500": 500 <= now, "old-1000": 1000 <= now, "fresh": 5000 <= now}
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        client = client_at(store, now)
+        for name, version in cited.items():
+            record_id = name.split("-")[0]
+            url = f"/version?record_id={record_id}&version={version}"
+            assert client.get(url + "&format=json").json()["version"]["expired"] is expired[name], (name, now)
+            page = client.get(url).text
+            shown = '<dd class="expired">yes</dd>' if expired[name] else '<dd class="unexpired">no</dd>'
+            assert f"<dt>expired</dt>{shown}" in page, (name, now)
+            assert ("Expired: this version stopped being evidence" in page) is expired[name]
+        for record_id in ("old", "fresh"):
+            names = [name for name in cited if name.startswith(record_id)]
+            listed = client.get(f"/record?record_id={record_id}&format=json").json()["versions"]
+            assert [v["expired"] for v in listed] == [expired[name] for name in names]
+            page = client.get(f"/record?record_id={record_id}").text
+            cells = re.findall(r'<td data-label="expired"(?: class="expired")?>(yes|no)</td>', page)
+            assert cells == ["yes" if expired[name] else "no" for name in names]
+        diff_url = f"/diff?record_id=old&from={cited['old-500']}&to={cited['old-1000']}"
+        compared = client.get(diff_url + "&format=json").json()
+        assert (compared["from"]["expired"], compared["to"]["expired"]) == (
+            expired["old-500"],
+            expired["old-1000"],
+        )
+        marks = client.get(diff_url).text.count('<span class="expired">(expired)</span>')
+        assert marks == expired["old-500"] + expired["old-1000"]
+
+
+def test_a_forgotten_version_is_not_called_expired(served: tuple[TestClient, Path, dict[str, str]]) -> None:
+    client, _, cited = served
+    found = client.get(f"/version?record_id=incident-7&version={cited['incident']}&format=json").json()
+    assert found["status"] == "forgotten" and found["version"]["expired"] is False
+    assert (
+        "<dt>expired</dt>"
+        not in client.get(f"/version?record_id=incident-7&version={cited['incident']}").text
+    )
+
+
+# Every parameter of every page that can be wrong, and the field the 400 names. {first} is a version
+# of runbook-queue; "1-" and 64 zeros is well formed.
+BAD_PARAMETERS = [
+    ("/?format=json", "q"),
+    ("/?q=queue&limit=0", "limit"),
+    ("/?q=queue&format=xml", "format"),
+    ("/verify?format=xml", "format"),
+    ("/record", "record_id"),
+    ("/record?record_id=", "record_id"),
+    ("/record?record_id=%20", "record_id"),
+    ("/version?version={first}", "record_id"),
+    ("/version?record_id=&version={first}", "record_id"),
+    ("/version?record_id=runbook-queue", "version"),
+    ("/version?record_id=runbook-queue&version=", "version"),
+    ("/version?record_id=runbook-queue&version=zzz", "version"),
+    ("/diff", "record_id"),
+    ("/diff?from={first}&to={first}", "record_id"),
+    ("/diff?record_id=&from={first}&to={first}", "record_id"),
+    ("/diff?record_id=runbook-queue", "from"),
+    ("/diff?record_id=runbook-queue&to={first}", "from"),
+    ("/diff?record_id=runbook-queue&from=1&to=2", "from"),
+    ("/diff?record_id=runbook-queue&from=1-{zeros}x&to={first}", "from"),
+    ("/diff?record_id=runbook-queue&from={first}", "to"),
+    ("/diff?record_id=runbook-queue&from={first}&to=2", "to"),
+    ("/diff?record_id=runbook-queue&from={first}&to=", "to"),
+]
+
+
+@pytest.mark.parametrize(("url", "field"), BAD_PARAMETERS)
+def test_every_bad_parameter_is_a_400_naming_it(
+    served: tuple[TestClient, Path, dict[str, str]], url: str, field: str
+) -> None:
+    client, _, cited = served
+    url = url.format(first=cited["first"], zeros="0" * 64)
+    both = [url] if "format=" in url else [url, url + ("&" if "?" in url else "?") + "format=json"]
+    for asked in both:
+        response = client.get(asked)
+        if asked.endswith("format=json"):
+            assert (response.status_code, response.json()["field"]) == (400, field), asked
+        else:
+            assert (response.status_code, f'<p class="broken">{field}: ' in response.text) == (400, True), (
+                asked
+            )
+
+
+def test_a_well_formed_request_for_nothing_in_scope_is_the_one_404(
+    served: tuple[TestClient, Path, dict[str, str]],
+) -> None:
+    client, _, cited = served
+    nowhere = client.get("/record?record_id=no-such-record")
+    made_up = "1-" + "0" * 64
+    urls = (
+        f"/version?record_id=no-such-record&version={made_up}",
+        f"/version?record_id=runbook-queue&version={made_up}",
+        f"/diff?record_id=no-such-record&from={made_up}&to={made_up}",
+        f"/diff?record_id=runbook-queue&from={cited['first']}&to={made_up}",
+        f"/diff?record_id=secret-b&from={cited['secret-b']}&to={cited['secret-b']}",
+        f"/diff?record_id=only-v2&from={cited['only-v2']}&to={cited['only-v2']}",
+    )
+    for url in urls:
+        response = client.get(url)
+        assert (response.status_code, response.text) == (404, nowhere.text), url
+
+
+@pytest.fixture
+def never_serves(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """uvicorn's server returns at once; the list gets the addresses of the sockets it was given."""
+    import uvicorn
+
+    bound: list[tuple[str, int]] = []
+
+    def run(self: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:
+        assert sockets, "pyevidence serve binds its sockets itself, before the banner"
+        bound.extend(sock.getsockname()[:2] for sock in sockets)
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
+    return bound
+
+
+def serve_args(path: Path, *args: str) -> list[str]:
+    return ["serve", "--db", str(path), "--tenant", "team-a", "--revision", "v1", *args]
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--port", "99999"], "port"),
+        (["--port", "65536"], "port"),
+        (["--port", "-1"], "port"),
+        (["--host", "not a host!"], "host"),
+        (["--host", ""], "host"),
+        (["--host", "[::1]"], "host"),
+    ],
+)
+def test_a_bad_port_or_host_is_a_one_line_usage_error(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    never_serves: list[tuple[str, int]],
+    args: list[str],
+    field: str,
+) -> None:
+    path = tmp_path / "evidence.db"
+    fill(path, "python")
+    assert cli.main(serve_args(path, *args)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"pyevidence: error: {field}: ") and err.count("\n") == 1, err  # no banner
+    assert never_serves == []
+
+
+def test_a_port_that_cannot_be_bound_is_a_one_line_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], never_serves: list[tuple[str, int]]
+) -> None:
+    path = tmp_path / "evidence.db"
+    fill(path, "python")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert cli.main(serve_args(path, "--port", str(port))) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"pyevidence: error: cannot listen on 127.0.0.1:{port}: ") and err.count("\n") == 1
+    assert "in use" in err and never_serves == []
+    with socket.socket() as probe:  # TEST-NET-1 is no machine's, unless this one binds any address
+        try:
+            probe.bind(("192.0.2.1", 0))
+        except OSError:
+            pass
+        else:
+            return
+    assert cli.main(serve_args(path, "--host", "192.0.2.1")) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pyevidence: error: cannot listen on 192.0.2.1:8000: ") and err.count("\n") == 1
+
+
+def test_the_banner_names_the_port_really_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], never_serves: list[tuple[str, int]]
+) -> None:
+    path = tmp_path / "evidence.db"
+    fill(path, "python")
+    assert cli.main(serve_args(path, "--port", "0")) == 0
+    ((host, port),) = never_serves
+    assert host == "127.0.0.1" and port != 0
+    assert capsys.readouterr().err == (
+        f"pyevidence serve: http://127.0.0.1:{port}/ (tenant 'team-a', revision 'v1', read-only); "
+        "Ctrl-C stops it\n"
+    )
+
+
+def test_serve_on_port_zero_answers_where_the_banner_says(tmp_path: Path) -> None:
+    path = tmp_path / "evidence.db"
+    fill(path, "python")
+    command = [sys.executable, "-m", "pyevidence", *serve_args(path, "--port", "0")]
+    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        banner = server.stderr.readline()
+        found = re.fullmatch(r"pyevidence serve: http://127\.0\.0\.1:(\d+)/ .*Ctrl-C stops it\n", banner)
+        assert found and found.group(1) != "0", banner
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{found.group(1)}/verify?format=json", timeout=10
+        ) as page:
+            assert json.load(page)["ok"] is True
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=20) == 0 and "Traceback" not in server.stderr.read()
+    finally:
+        server.kill()
+        server.wait()

@@ -29,7 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ... import tool
 from ...core import jsonout, validation
 from ...core.errors import EvidenceError, ValidationError
-from ...core.records import Version
+from ...core.records import Version, parse_version
 from ...store import ScopedStore
 from ..clock import Clock
 from . import text
@@ -132,9 +132,29 @@ class Pages:
             raise ValidationError("format", f"must be html or json; got {chosen!r}")
         return chosen == "json"
 
-    def _html(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    def _required(self, params: Mapping[str, str], name: str, what: str) -> str:
+        """A parameter the page cannot answer without: missing or blank is a 400 naming it."""
+        if name not in params:
+            raise ValidationError(name, f"is required: {what}")
+        return validation.text(name, params[name])
+
+    def _version_param(self, params: Mapping[str, str], name: str) -> str:
+        """A version identifier, checked by the store's rule but named by this page's parameter."""
+        value = self._required(params, name, "a version as a citation gives it, '<seq>-<64 hex digits>'")
+        if parse_version(value) is None:
+            shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+            raise ValidationError(
+                name, f"must be a version as a citation gives it, '<seq>-<64 hex digits>'; got {shown}"
+            )
+        return value
+
+    def _html(
+        self, template: str, status: int = 200, *, now: int | None = None, **context: Any
+    ) -> HTMLResponse:
+        # A page that judged expiry passes the now it judged at, so the header shows that one.
+        shown_now = self.clock.now() if now is None else now
         page = self.env.get_template(template).render(
-            scope={"tenant": self.scoped.tenant, "revision": self.revision, "now": self.clock.now()},
+            scope={"tenant": self.scoped.tenant, "revision": self.revision, "now": shown_now},
             **context,
         )
         return HTMLResponse(page, status_code=status)
@@ -197,43 +217,57 @@ class Pages:
     def version(self, request: Request) -> Response:
         params = self._params(request, ("record_id", "version"))
         wants_json = self._wants_json(params)
-        record_id = params.get("record_id", "")
-        found = self.scoped.get_version(record_id=record_id, version=params.get("version", ""))
+        record_id = self._required(params, "record_id", "the record the citation names")
+        version = self._version_param(params, "version")
+        found = self.scoped.get_version(record_id=record_id, version=version)
         if found.version is None or not self._in_scope(found.version):
             return self._not_found(wants_json, {"status": "unknown", "version": None})
-        if wants_json:  # the shape of `pyevidence get-version`
-            return self._json(found.to_dict())
+        now = self.clock.now()
+        if wants_json:  # the shape of `pyevidence get-version`, and whether it had expired at now
+            return self._json({**found.to_dict(), "version": _with_expired(found.version, now)})
         return self._html(
             "version.html",
+            now=now,
             found=found,
             version=found.version,
+            expired=_expired(found.version, now),
             record_url=_url("/record", record_id=record_id),
         )
 
     def record(self, request: Request) -> Response:
         params = self._params(request, ("record_id",))
         wants_json = self._wants_json(params)
-        record_id = params.get("record_id", "")
-        everything = self.scoped.history(record_id=record_id) if record_id else ()
+        record_id = self._required(params, "record_id", "the record to show")
+        everything = self.scoped.history(record_id=record_id)
         shown = tuple(v for v in everything if self._in_scope(v))
-        # The shape of `pyevidence history`, with only this scope's versions.
-        versions = [v.to_dict() for v in shown]
+        now = self.clock.now()
+        # The shape of `pyevidence history`, with only this scope's versions, each saying
+        # whether it had expired at now.
+        versions = [_with_expired(v, now) for v in shown]
         as_json = {"tenant": self.scoped.tenant, "record_id": record_id, "versions": versions}
         if not shown:
             return self._not_found(wants_json, {**as_json, "versions": []})
         if wants_json:
             return self._json(as_json)
-        # The record's current version, only if it is of this scope: a later put at another
-        # revision supersedes every version shown here, and retrieve here would never find it.
+        # The record's current version, only where retrieve here would find it: of this scope (a
+        # later put at another revision supersedes every version shown here) and not expired.
         last = everything[-1]
-        current = last if last.operation == "put" and not last.forgotten and self._in_scope(last) else None
+        live = last.operation == "put" and not last.forgotten and self._in_scope(last)
+        current = last if live and not _expired(last, now) else None
         texts = [v for v in shown if not v.forgotten]
         return self._html(
             "record.html",
+            now=now,
             record_id=record_id,
             current=current,
+            lapsed=last if live and current is None else None,
             versions=[
-                {"v": v, "url": _url("/version", record_id=record_id, version=v.version)} for v in shown
+                {
+                    "v": v,
+                    "url": _url("/version", record_id=record_id, version=v.version),
+                    "expired": _expired(v, now),
+                }
+                for v in shown
             ],
             texts=texts,
             default_from=texts[-2].version if len(texts) > 1 else "",
@@ -243,9 +277,10 @@ class Pages:
     def diff(self, request: Request) -> Response:
         params = self._params(request, ("record_id", "from", "to"))
         wants_json = self._wants_json(params)
-        record_id = params.get("record_id", "")
-        by_version = {v.version: v for v in self._history(record_id)} if record_id else {}
-        old, new = by_version.get(params.get("from", "")), by_version.get(params.get("to", ""))
+        record_id = self._required(params, "record_id", "the record whose versions to compare")
+        wanted = self._version_param(params, "from"), self._version_param(params, "to")
+        by_version = {v.version: v for v in self._history(record_id)}
+        old, new = by_version.get(wanted[0]), by_version.get(wanted[1])
         if old is None or new is None or old.operation != "put" or new.operation != "put":
             nothing = {"record_id": record_id, "from": None, "to": None, "diff": None}
             return self._not_found(wants_json, nothing)
@@ -257,14 +292,18 @@ class Pages:
                     _diffable(old), _diffable(new), fromfile=old.version, tofile=new.version, lineterm=""
                 )
             ]
+        now = self.clock.now()
         if wants_json:
-            compared = {"record_id": record_id, "from": old.to_dict(), "to": new.to_dict(), "diff": lines}
-            return self._json(compared)
+            ends = {"from": _with_expired(old, now), "to": _with_expired(new, now)}
+            return self._json({"record_id": record_id, **ends, "diff": lines})
         return self._html(
             "diff.html",
+            now=now,
             record_id=record_id,
             old=old,
             new=new,
+            old_expired=_expired(old, now),
+            new_expired=_expired(new, now),
             lines=lines,
             record_url=_url("/record", record_id=record_id),
         )
@@ -280,6 +319,16 @@ class Pages:
     def stylesheet(self, request: Request) -> Response:
         del request
         return Response(self.css, media_type="text/css")
+
+
+def _expired(version: Version, now: int) -> bool:
+    """Whether ``version`` had stopped being evidence at ``now`` (the rule retrieve applies, and
+    the MCP tools' ``expired``); a forgotten version, whose expiry was erased, never has."""
+    return version.expires_at is not None and version.expires_at <= now
+
+
+def _with_expired(version: Version, now: int) -> dict[str, Any]:
+    return {**version.to_dict(), "expired": _expired(version, now)}
 
 
 def _diffable(version: Version) -> list[str]:
