@@ -8,12 +8,19 @@ PYEVIDENCE_REQUIRE_MCP=1 (also set by ``make test``) does the same for the mcp e
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from pyevidence import EngineUnavailableError, EvidenceStore, loadable_path, native_available
+
+# A shell starts a background job (`make test &`, nohup) with Ctrl-C ignored, and an ignored
+# signal stays ignored in every child: the tests that press Ctrl-C on a command would then see it
+# go unheard. A handler is reset to the default in a child, as a terminal gives it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Property and model tests: opening stores makes examples slow to generate, which
 # is expected here. "ci" (set by make test) runs more examples, derandomized so a
