@@ -20,7 +20,8 @@ PLUMBING = ("bash", "ls", "sort", "readlink")
 
 
 def bare_machine(tmp_path: Path, *, uid: int, apt: bool) -> dict[str, str]:
-    """PATH with no gcc, make, sqlite3, valgrind or clang-14: only the plumbing, python3."""
+    """PATH with no gcc, make, sqlite3, valgrind, clang-14, node, npm, pkg-config or chromium:
+    only the plumbing, python3."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in PLUMBING:
@@ -52,7 +53,10 @@ def expected_missing() -> str:
     missing += " sqlite3 valgrind clang-14"
     if not list(Path("/usr/lib/llvm-14/lib/clang").glob("*/lib/linux/libclang_rt.fuzzer-*.a")):
         missing += " libclang-rt-14-dev"
-    return missing
+    missing += " nodejs npm pkg-config"
+    if not Path("/usr/include/dqlite.h").is_file():
+        missing += " libdqlite-dev"
+    return missing + " chromium"
 
 
 def test_not_root_prints_the_apt_line_to_run_and_fails(tmp_path: Path) -> None:
