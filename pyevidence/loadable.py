@@ -32,7 +32,8 @@ def loadable_path() -> str:
     raise EngineUnavailableError(
         "the loadable extension was not built in this installation; reinstall with a C "
         "compiler and the SQLite headers present (Debian/Ubuntu: apt-get install gcc "
-        "libsqlite3-dev), or build it with 'make ext'"
+        "libsqlite3-dev) and past pip's cache (pip install --no-cache-dir --force-reinstall), "
+        "or build it with 'make ext'"
     )
 
 

@@ -50,7 +50,8 @@ def _native_engine_class() -> Any:
         raise EngineUnavailableError(
             f"the native engine is not built in this installation ({exc}); reinstall with a C "
             "compiler and the SQLite headers present (Debian/Ubuntu: apt-get install gcc "
-            "libsqlite3-dev), or use engine='python'"
+            "libsqlite3-dev) and past pip's cache, which may hold a build without it (pip install "
+            "--no-cache-dir --force-reinstall), or use engine='python'"
         ) from None
 
 
