@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyevidence import EvidenceStore
-from pyevidence.core.errors import EngineUnavailableError, StoreError, ValidationError
+from pyevidence.core.errors import EngineUnavailableError, SchemaError, StoreError, ValidationError
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRED = os.environ.get("PYEVIDENCE_REQUIRE_CLUSTER") == "1"
@@ -115,6 +116,8 @@ class Node:
         seen = self.log.read_text().count(ready) if self.log.exists() else 0
         args = ["--id", str(self.node_id), "--address", self.address, "--data", str(self.data)]
         args += ["--latency-ms", self.latency_ms] + [a for seed in join for a in ("--join", seed)]
+        if self.node_id == 1 and not (self.data / "metadata1").exists():
+            args.append("--new-cluster")  # node 1's first start, as docs/cluster.md starts it
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "pyevidence", "node", *args], stderr=log, env=env
@@ -517,7 +520,7 @@ def test_an_address_the_node_would_not_listen_at_is_a_usage_error(
 ) -> None:
     """Before, a port of 99999 was taken as 34463 and "abc" as any port: the node announced
     an address it did not listen on, and the cluster stored it."""
-    run = _node("--id", "1", "--address", address, "--data", str(tmp_path / "n"))
+    run = _node("--id", "1", "--address", address, "--data", str(tmp_path / "n"), "--new-cluster")
     assert run.returncode == 2 and says in run.stderr, run.stderr
     assert not (tmp_path / "n").exists()
 
@@ -538,10 +541,14 @@ def test_an_address_taken_or_not_this_machines_says_why(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        run = _node("--id", "1", "--address", f"127.0.0.1:{port}", "--data", str(tmp_path / "n"))
+        run = _node(
+            "--id", "1", "--address", f"127.0.0.1:{port}", "--data", str(tmp_path / "n"), "--new-cluster"
+        )
     assert run.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in run.stderr, run.stderr
-    run = _node("--id", "1", "--address", "192.0.2.1:9001", "--data", str(tmp_path / "m"))  # TEST-NET-1
+    run = _node(  # 192.0.2.1: TEST-NET-1
+        "--id", "1", "--address", "192.0.2.1:9001", "--data", str(tmp_path / "m"), "--new-cluster"
+    )
     assert run.returncode == 1 and "that address is not one of this machine's" in run.stderr, run.stderr
 
 
@@ -607,6 +614,61 @@ def test_an_id_the_cluster_has_already_is_refused_not_taken(tmp_path: Path) -> N
         assert third.log.read_text().count("node 3 is a voter of the cluster") == 2
     finally:
         three.stop_all()
+
+
+def test_node_1_starts_a_cluster_only_when_told_and_never_again_on_an_empty_directory(tmp_path: Path) -> None:
+    """libdqlite starts a new cluster whenever node 1 starts on an empty data directory: node 1
+    restarted after losing its directory led a cluster of its own, acknowledged writes there, and
+    they were lost when the other members took it back."""
+    _needs_cluster()
+    three = Cluster.of_three(tmp_path)
+    first, second, _ = three.nodes
+    try:
+        three.start()
+        with EvidenceStore(three.url("kept")) as store:
+            store.put(**record(1))
+        assert first.stop() == 0
+        shutil.rmtree(first.data)  # node 1's disk is lost
+        run = _node("--id", "1", "--address", first.address, "--data", str(first.data))
+        assert run.returncode == 2, run.stderr
+        assert run.stderr == (
+            f"evidence_node: node 1 has no state in {first.data}: to start a new cluster, give --new-cluster "
+            "(its first start only); if node 1 was a member of a cluster and lost its data, it must not "
+            "start an empty cluster under its id: start this node under a new id with --join HOST:PORT "
+            "of a running member\n"
+        )
+        # Under a new id, but at node 1's address, which a member still holds: refused at once
+        # (it retried dqlite's "address already in use" for two minutes).
+        started = time.monotonic()
+        run = _node("--id", "4", "--address", first.address, "--data", str(tmp_path / "n4"), "--join",
+                    second.address)  # fmt: skip
+        assert run.returncode == 1, run.stderr
+        assert f"{first.address} is the address of node 1 of the cluster already" in run.stderr
+        assert time.monotonic() - started < 30
+        with EvidenceStore(three.url("kept")) as store:
+            assert len(store.history(tenant=record(1)["tenant"], record_id=record(1)["record_id"])) == 1
+    finally:
+        three.stop_all()
+
+
+@pytest.mark.parametrize(
+    ("args", "says", "status"),
+    [
+        (["--id", "2", "--new-cluster"], "--new-cluster starts a cluster from node 1 (dqlite's rule)", 2),
+        (["--id", "1", "--id", "2"], "--id is given twice; give it once", 2),
+        (["--id", "1", "--new-cluster", "--data", "FILE"], "is not a directory; name a directory", 2),
+    ],
+)
+def test_options_a_node_cannot_act_on_are_refused_before_it_starts(
+    tmp_path: Path, args: list[str], says: str, status: int
+) -> None:
+    """A file as --data was reported as "out of memory", and a repeated --id silently kept the last."""
+    (tmp_path / "FILE").write_text("not a directory")
+    args = [str(tmp_path / "FILE") if a == "FILE" else a for a in args]
+    if "--data" not in args:
+        args += ["--data", str(tmp_path / "n")]
+    run = _node(*args, "--address", f"127.0.0.1:{_free_port()}")
+    assert run.returncode == status and says in run.stderr, run.stderr
 
 
 def test_a_crashing_node_writes_its_stack_to_its_log(tmp_path: Path) -> None:
@@ -1032,3 +1094,70 @@ def test_a_write_is_retried_only_when_it_certainly_did_not_commit(
         assert not armed[0]
         stored = len(store.history(tenant="team-a", record_id="r1"))
         assert stored == (1 if outcome == "retried" or commits_first else 0)
+
+
+def test_an_editable_install_finds_the_node_program_of_its_checkout() -> None:
+    """It looked in pyevidence/build/, where nothing is ever built, and said "not built"."""
+    from pyevidence.interfaces import cluster_node
+
+    assert cluster_node.BUILT == ROOT / "build" / "evidence_node"
+
+
+def test_a_mistyped_cluster_database_is_not_created_by_a_command_that_reads(tmp_path: Path) -> None:
+    """retrieve, forget and check created the database a typo named, and answered from it: an
+    empty result that read as "no evidence found"."""
+    _needs_cluster()
+    three = Cluster.of_three(tmp_path)
+    try:
+        three.start()
+        with EvidenceStore(three.url("real")) as store:
+            store.put(**record(1))
+        typo = three.url("reel")
+        for args in (
+            ["retrieve", "--tenant", "team-a", "--revision", "v1", "--query", "queue", "--now", "0"],
+            ["forget", "--tenant", "team-a", "--record-id", "r1"],
+            ["check"],
+            ["verify", "--tenant", "team-a"],
+        ):
+            done = subprocess.run(
+                [sys.executable, "-m", "pyevidence", *args, "--db", typo],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 1, done.stderr
+            assert done.stderr == (
+                f"pyevidence: error: no database 'reel' on the cluster at {typo}; create one with "
+                "'pyevidence put' or 'pyevidence import' (or check the name)\n"
+            )
+        with pytest.raises(SchemaError, match="has no pyevidence schema"):
+            EvidenceStore(typo, read_only=True)
+    finally:
+        three.stop_all()
+
+
+def test_a_nul_is_refused_as_bad_input_on_a_cluster_and_reads_still_answer(tmp_path: Path) -> None:
+    """dqlite's text ends at a NUL: its driver refused such text with advice about BLOB columns,
+    a store error (exit 1), where a file store keeps it."""
+    _needs_cluster()
+    three = Cluster.of_three(tmp_path)
+    try:
+        three.start()
+        with EvidenceStore(three.url("nul")) as store:
+            store.put(**record(1))
+            with pytest.raises(ValidationError) as refused:
+                store.put(**record(2, body="queue\0lag"))
+            assert refused.value.field == "body"
+            assert str(refused.value).startswith("body: holds a NUL character, which a cluster cannot store")
+            with pytest.raises(ValidationError) as refused:
+                store.put_many([record(3), record(4, source="s\0")])
+            assert refused.value.field == "records[1].source"
+            assert store.history(tenant="team-a", record_id="r3") == ()  # nothing was written
+            spaced = store.retrieve(tenant="team-a", revision="v1", query="queue lag", now=0)
+            nul = store.retrieve(tenant="team-a", revision="v1", query="queue\0lag", now=0)
+            assert nul.to_dict() == spaced.to_dict() and len(nul.hits) == 1
+            assert store.history(tenant="team-a", record_id="r1\0") == ()
+            assert store.forget(tenant="team-a", record_id="r1\0") is False
+            assert store.retrieve(tenant="team-a\0", revision="v1", query="queue", now=0).eligible_count == 0
+    finally:
+        three.stop_all()

@@ -293,10 +293,11 @@ static int joinAskLeader(JoinWait *w, int fd, char *zLeader, size_t nLeader, cha
   return 0;
 }
 
-/* The role of node id in the leader's membership list, or ROLE_ABSENT, and the
-** address it is a member at (zAt, "" if absent). */
-static int joinAskRole(JoinWait *w, int fd, uint64_t id, int *pRole, char *zAt, size_t nAt, char *zErr,
-                       int nErr) {
+/* The role of node id in the leader's membership list, or ROLE_ABSENT, the address it
+** is a member at (zAt, "" if absent), and the id of another member at `address` (0 if
+** none): dqlite refuses to add a node at an address a member holds. */
+static int joinAskRole(JoinWait *w, int fd, uint64_t id, const char *address, int *pRole, char *zAt,
+                       size_t nAt, uint64_t *pOther, char *zErr, int nErr) {
   unsigned char body[8];
   JoinBuf res;
   uint64_t n, nodeId, role;
@@ -304,6 +305,7 @@ static int joinAskRole(JoinWait *w, int fd, uint64_t id, int *pRole, char *zAt, 
   bufPutU64(body, 1); /* format 1: with roles */
   if (joinRoundTrip(w, fd, REQ_CLUSTER, body, 8, RES_SERVERS, &res, zErr, nErr) != 0) return -1;
   *pRole = ROLE_ABSENT;
+  *pOther = 0;
   zAt[0] = 0;
   if (bufReadU64(&res, &n) != 0) goto malformed;
   for (uint64_t i = 0; i < n; i++) {
@@ -313,6 +315,8 @@ static int joinAskRole(JoinWait *w, int fd, uint64_t id, int *pRole, char *zAt, 
     if (nodeId == id) {
       *pRole = (int)role;
       snprintf(zAt, nAt, "%s", z);
+    } else if (strcmp(z, address) == 0) {
+      *pOther = nodeId;
     }
   }
   free(res.a);
@@ -357,6 +361,7 @@ static int joinThrough(JoinWait *w, const char *seed, uint64_t id, const char *a
   char zLeader[256];
   char zAt[256];
   char zWhy[512];
+  uint64_t other;
   int fd, role, rc = JOIN_FAILED;
   if (joinDial(w, seed, &fd, zWhy, sizeof(zWhy)) != 0) {
     joinSetError(zErr, nErr, "%s", zWhy);
@@ -376,7 +381,15 @@ static int joinThrough(JoinWait *w, const char *seed, uint64_t id, const char *a
     joinSetError(zErr, nErr, "leader %s: %s", zLeader, zWhy);
     return JOIN_FAILED;
   }
-  rc = joinAskRole(w, fd, id, &role, zAt, sizeof(zAt), zWhy, sizeof(zWhy));
+  rc = joinAskRole(w, fd, id, address, &role, zAt, sizeof(zAt), &other, zWhy, sizeof(zWhy));
+  if (rc == 0 && role == ROLE_ABSENT && other != 0) {
+    joinSetError(zErr, nErr,
+                 "%s is the address of node %llu of the cluster already (a member that is down keeps its "
+                 "address until it is removed); give this node another --address",
+                 address, (unsigned long long)other);
+    close(fd);
+    return JOIN_REFUSED;
+  }
   if (rc == 0 && role != ROLE_ABSENT && strcmp(zAt, address) != 0) {
     joinSetError(zErr, nErr,
                  "node %llu is a member of the cluster already, at %s; give this node another --id, or "

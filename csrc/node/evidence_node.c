@@ -1,16 +1,21 @@
 /*
 ** evidence_node.c: one node of a replicated pyevidence cluster, on dqlite.
 **
-**   evidence_node --id 1 --address 127.0.0.1:9001 --data /tmp/n1
+**   evidence_node --id 1 --address 127.0.0.1:9001 --data /tmp/n1 --new-cluster
 **   evidence_node --id 2 --address 127.0.0.1:9002 --data /tmp/n2 --join 127.0.0.1:9001
 **   evidence_node --id 3 --address 127.0.0.1:9003 --data /tmp/n3 --join 127.0.0.1:9001
 **
 ** Runs in the foreground, logs to stderr (a crash report too, evidence_crash.c),
 ** stops cleanly on SIGTERM or SIGINT (exit status 0). Node 1 starts a new
-** cluster; every other node joins one through --join (any member; several may
-** be given), once, on its first start (evidence_join.c). A restarted node keeps
-** its id and data directory and needs no --join; given one, it checks it is
-** still a voter.
+** cluster, on its first start and only when told so (--new-cluster); every other
+** node joins one through --join (any member; several may be given), once, on its
+** first start (evidence_join.c). A restarted node keeps its id and data directory
+** and needs neither; given --join, it checks it is still a voter.
+**
+** Why --new-cluster. libdqlite starts a new cluster whenever node 1 starts on an
+** empty data directory. Node 1 restarted after losing its directory would then
+** lead a cluster of its own, acknowledge writes there, and lose them when the
+** other members bring it back into theirs.
 **
 ** How the functions get there. dqlite cannot register SQL functions through its
 ** API, and its nodes open their SQLite connections themselves. So before the
@@ -49,13 +54,16 @@ typedef struct NodeOptions {
   const char *seeds[MAX_SEEDS];
   int n_seeds;
   unsigned latency_ms; /* 0: dqlite's default */
+  int new_cluster;     /* --new-cluster: node 1 may start a cluster on an empty directory */
 } NodeOptions;
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: evidence_node --id N --address HOST:PORT --data DIR [--join HOST:PORT ...] "
-          "[--latency-ms MS]\n"
+          "usage: evidence_node --id N --address HOST:PORT --data DIR [--new-cluster | --join HOST:PORT "
+          "...] [--latency-ms MS]\n"
           "  --id N             this node's id, a positive integer; 1 starts a new cluster\n"
+          "  --new-cluster      start a new cluster (node 1's first start only: an empty data\n"
+          "                     directory is otherwise refused, as a member that lost its data)\n"
           "  --address H:P      where clients and the other nodes reach this node\n"
           "  --data DIR         this node's data directory (created if missing)\n"
           "  --join H:P         a member of the cluster to join (repeatable)\n"
@@ -87,6 +95,10 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
       usage(stdout);
       exit(0);
     }
+    if (strcmp(flag, "--new-cluster") == 0) {
+      o->new_cluster = 1;
+      continue;
+    }
     if (strcmp(flag, "--id") != 0 && strcmp(flag, "--address") != 0 && strcmp(flag, "--data") != 0 &&
         strcmp(flag, "--join") != 0 && strcmp(flag, "--latency-ms") != 0) {
       fprintf(stderr, "evidence_node: unknown option %s\n", flag);
@@ -98,6 +110,12 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
       return 2;
     }
     i++;
+    if ((strcmp(flag, "--id") == 0 && o->id != 0) || (strcmp(flag, "--address") == 0 && o->address != 0) ||
+        (strcmp(flag, "--data") == 0 && o->data != 0) ||
+        (strcmp(flag, "--latency-ms") == 0 && o->latency_ms != 0)) {
+      fprintf(stderr, "evidence_node: %s is given twice; give it once\n", flag);
+      return 2;
+    }
     if (strcmp(flag, "--id") == 0) {
       if (parseUnsigned(value, ~0ULL, &o->id) != 0) {
         fprintf(stderr, "evidence_node: --id must be a positive integer, got %s\n", value);
@@ -140,6 +158,37 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
             "give the joining node another id\n");
     return 2;
   }
+  if (o->new_cluster && o->id != 1) {
+    fprintf(stderr,
+            "evidence_node: --new-cluster starts a cluster from node 1 (dqlite's rule): give --id 1, or "
+            "--join HOST:PORT to join a running cluster\n");
+    return 2;
+  }
+  return 0;
+}
+
+/* Creates the data directory if missing; 0, or the exit status after saying what is wrong
+** (dqlite itself reported a file there, or a directory it cannot write, as "out of memory"). */
+static int checkDataDirectory(const char *dir) {
+  struct stat st;
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    fprintf(stderr, "evidence_node: cannot create data directory %s: %s\n", dir, strerror(errno));
+    return 1;
+  }
+  if (stat(dir, &st) != 0) {
+    fprintf(stderr, "evidence_node: cannot read data directory %s: %s\n", dir, strerror(errno));
+    return 1;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "evidence_node: --data %s is not a directory; name a directory (created if missing)\n",
+            dir);
+    return 2;
+  }
+  if (access(dir, R_OK | W_OK | X_OK) != 0) {
+    fprintf(stderr, "evidence_node: cannot use data directory %s: %s; let this user write to it\n", dir,
+            strerror(errno));
+    return 1;
+  }
   return 0;
 }
 
@@ -172,15 +221,27 @@ int main(int argc, char **argv) {
   int sig = 0, restarted, rc;
 
   if ((rc = parseOptions(argc, argv, &o)) != 0) return rc;
-  if (mkdir(o.data, 0700) != 0 && errno != EEXIST) {
-    fprintf(stderr, "evidence_node: cannot create data directory %s: %s\n", o.data, strerror(errno));
-    return 1;
-  }
+  if ((rc = checkDataDirectory(o.data)) != 0) return rc;
   restarted = hasRaftState(o.data);
+  if (!restarted && o.id == 1 && !o.new_cluster) {
+    fprintf(stderr,
+            "evidence_node: node 1 has no state in %s: to start a new cluster, give --new-cluster "
+            "(its first start only); if node 1 was a member of a cluster and lost its data, it must "
+            "not start an empty cluster under its id: start this node under a new id with --join "
+            "HOST:PORT of a running member\n",
+            o.data);
+    return 2;
+  }
+  if (restarted && o.new_cluster) {
+    fprintf(stderr,
+            "evidence_node: %s holds node %llu's state already: --new-cluster is not needed on a "
+            "restart, and is ignored\n",
+            o.data, o.id);
+  }
   if (!restarted && o.id != 1 && o.n_seeds == 0) {
     fprintf(stderr,
             "evidence_node: node %llu has no cluster yet: give --join HOST:PORT of a running node "
-            "(node 1 starts a new cluster)\n",
+            "(node 1 starts a new cluster, with --new-cluster)\n",
             o.id);
     return 2;
   }

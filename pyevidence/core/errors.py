@@ -44,6 +44,11 @@ class SchemaError(StoreError):
     """The file is not a pyevidence database of a version this release understands."""
 
 
+class NoSchema(SchemaError):
+    """A read-only open found a database without a pyevidence schema (an empty one), which it
+    cannot create: on a cluster, a database name no put has used yet."""
+
+
 class UpgradeNeeded(SchemaError):
     """A read-only open found a store of an older schema version, which only a writable
     open upgrades. Each interface says how to open it writable: this message, the API's."""

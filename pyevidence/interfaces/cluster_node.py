@@ -21,7 +21,12 @@ from ..core.errors import EngineUnavailableError
 
 PROGRAM = "evidence_node"
 # Its options; the program's own --help describes each (csrc/node/evidence_node.c).
-SYNOPSIS = "--id N --address HOST:PORT --data DIR [--join HOST:PORT ...] [--latency-ms MS]"
+SYNOPSIS = "--id N --address HOST:PORT --data DIR [--new-cluster | --join HOST:PORT ...] [--latency-ms MS]"
+
+
+# Where 'make node' puts it, in the checkout an editable install runs from (pyevidence/interfaces/
+# is two folders below the checkout's root).
+BUILT = Path(__file__).resolve().parents[2] / "build" / PROGRAM
 
 
 def node_program() -> str:
@@ -31,9 +36,8 @@ def node_program() -> str:
         if not os.access(override, os.X_OK):
             raise EngineUnavailableError(f"PYEVIDENCE_NODE={override} is not an executable program")
         return override
-    built = Path(__file__).resolve().parent.parent / "build" / PROGRAM
-    if os.access(built, os.X_OK):
-        return str(built)
+    if os.access(BUILT, os.X_OK):
+        return str(BUILT)
     on_path = shutil.which(PROGRAM)
     if on_path:
         return on_path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ..core.errors import NoSchema, UpgradeNeeded
 from ..storage import paths
 
 
@@ -20,7 +21,8 @@ def existing(path: str, *, field: str = "--db") -> str:
     """A database that is there already: the commands that read, forget or serve never create
     one, so a typo must not look like 'no evidence'. An empty file is no database either."""
     if paths.is_cluster_url(path):
-        return path  # a cluster: the engine says whether it can be reached
+        _on_the_cluster(path)
+        return path
     if not os.path.lexists(database(path, field=field)):
         raise FileNotFoundError(f"no database at {path}; create one with 'pyevidence put'")
     if os.path.isfile(path) and os.path.getsize(path) == 0:
@@ -30,3 +32,21 @@ def existing(path: str, *, field: str = "--db") -> str:
             f"{path} is an empty file, not a pyevidence database; create one with 'pyevidence put'"
         )
     return path
+
+
+def _on_the_cluster(url: str) -> None:
+    """A cluster creates a database on first use, so retrieve, forget or check would create a
+    mistyped one and answer from it: look first, read-only, whether the database has a schema.
+    (An unreachable cluster is reported here too, as the engine reports it.)"""
+    from ..storage.engines.cluster_engine import parse_url
+    from ..store import EvidenceStore
+
+    try:
+        EvidenceStore(url, read_only=True).close()
+    except NoSchema:
+        raise FileNotFoundError(
+            f"no database {parse_url(url)[1]!r} on the cluster at {url}; create one with "
+            "'pyevidence put' or 'pyevidence import' (or check the name)"
+        ) from None
+    except UpgradeNeeded:
+        pass  # there, of an older version: the command's own open upgrades it or says why not

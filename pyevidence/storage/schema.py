@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ..core.errors import SchemaError, StoreError, UpgradeNeeded
+from ..core.errors import NoSchema, SchemaError, StoreError, UpgradeNeeded
 from . import sqlite_file
 from .index import rebuild
 
@@ -214,7 +214,7 @@ def prepare(
         query(pragma)
     if read_only and _version(query) == 0:
         _refuse_foreign(query, where)  # another application's database is not ours to create in
-        raise SchemaError(f"{where} has no pyevidence schema, and a read-only store cannot create one")
+        raise NoSchema(f"{where} has no pyevidence schema, and a read-only store cannot create one")
     if read_only and needs_migration(query):
         raise UpgradeNeeded(where, _version(query), SCHEMA_VERSION)
     ensure(query, script, where, build_index=build_index)

@@ -144,6 +144,31 @@ def _positional(sql: str, params: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
     return _NUMBERED.sub("?", sql), tuple(params[n - 1] for n in used) if used else tuple(params)
 
 
+_TEXT_FIELDS = ("tenant", "record_id", "revision", "kind", "body", "source")
+
+
+def _refuse_nul(records: list[Record], operation: str) -> None:
+    """dqlite's wire protocol ends text at a NUL character, and its driver refuses such text with
+    advice about BLOB columns; a file store keeps it. Said as bad input, with nothing written."""
+    for index, record in enumerate(records):
+        for field in _TEXT_FIELDS:
+            if "\0" in getattr(record, field):
+                where = field if operation == "put" else f"records[{index}].{field}"
+                raise ValidationError(
+                    where,
+                    "holds a NUL character, which a cluster cannot store (dqlite's text ends at a NUL; "
+                    "a file store keeps it); remove it (nothing was written)",
+                )
+
+
+def _without_nul(params: Sequence[Any]) -> tuple[Any, ...]:
+    """The parameters of a read or a forget, each text that holds a NUL made ''. pyevidence's
+    statements compare them with stored names (tenant, record_id, revision, model), which on a
+    cluster never hold one (_refuse_nul), nor are ever empty: no row matches either way, where
+    the driver would refuse the text."""
+    return tuple("" if isinstance(value, str) and "\0" in value else value for value in params)
+
+
 def parse_url(url: str) -> tuple[list[str], str]:
     """The node addresses and the database name of a dqlite:// URL."""
     parsed = urllib.parse.urlsplit(url)
@@ -376,6 +401,7 @@ class ClusterEngine:
     def put_many(
         self, records: list[Record], vectors: Vectors = None, *, operation: str = "put_many"
     ) -> None:
+        _refuse_nul(records, operation)
         statements: list[tuple[str, Sequence[Any]]] = []
         if vectors is None or all(vector is None for vector in vectors):
             for chunk in _statement_chunks(records):
@@ -390,7 +416,7 @@ class ClusterEngine:
         self._write(operation, statements)
 
     def forget(self, tenant: str, record_id: str) -> bool:
-        return self._write("forget", [(schema.FORGET_SQL, (tenant, record_id))])[0] > 0
+        return self._write("forget", [(schema.FORGET_SQL, _without_nul((tenant, record_id)))])[0] > 0
 
     def reindex(self, progress: rebuild.Progress | None = None) -> IndexRebuild:
         """Rebuilds the token index in one write on the leader: the schema's own SQL, as
@@ -405,6 +431,8 @@ class ClusterEngine:
     # -- reads ----------------------------------------------------------------------------
 
     def _read(self, doing: str, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        params = _without_nul(params)
+
         def attempt() -> list[tuple[Any, ...]]:
             return [tuple(row) for row in self._execute(sql, params).fetchall()]
 
@@ -454,7 +482,8 @@ class ClusterEngine:
         triggers keep it in step on the nodes), or with method="scan" by scoring every
         eligible row; the hits are the same (docs/cluster.md)."""
         sql = RANK_SQL if method == "scan" else SEARCH_SQL
-        rows = self._read("retrieve", sql, (tenant, revision, now, query, limit))
+        # dqlite's text ends at a NUL; in a query a NUL only separates words, as a space does.
+        rows = self._read("retrieve", sql, (tenant, revision, now, query.replace("\0", " "), limit))
         hits = tuple(hit_from(Candidate(*row[1:9]), row[9]) for row in rows if row[1] is not None)
         return hits, int(rows[0][0])
 
