@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -82,3 +85,32 @@ def test_bench_fails_when_the_index_and_the_scan_disagree(monkeypatch: pytest.Mo
     monkeypatch.setattr(NativeEngine, "rank_by_tokens", index_one_hit_short)
     with pytest.raises(run.BenchmarkFailed, match="the index and the scan disagree"):
         run.run([40], seed=1, puts=40)
+
+
+@pytest.mark.parametrize(
+    ("ratio", "words"),
+    [(264.3, "264x faster"), (6.94, "6.9x faster"), (1.2, "1.2x faster"), (1.01, "same speed"),
+     (0.97, "same speed"), (0.8, "1.2x slower"), (0.04, "25x slower")],
+)  # fmt: skip
+def test_a_ratio_is_said_faster_or_slower_as_it_is(ratio: float, words: str) -> None:
+    """The table said "0.8x faster" when the index was slower than FTS5."""
+    from pyevidence.bench.report import compared
+
+    assert compared(ratio) == words
+
+
+def test_bench_refuses_an_output_it_cannot_write_before_it_runs(tmp_path: Path) -> None:
+    """--out naming a file failed with "File exists" after the whole run, its figures lost."""
+    (tmp_path / "taken").write_text("x")
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "pyevidence", "bench", "--sizes", "100000", "--out", str(tmp_path / "taken")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"pyevidence: error: out: {tmp_path / 'taken'} is not a directory; name a directory for the results\n"
+    )
+    assert time.monotonic() - started < 60  # refused at once: 100,000 rows take minutes

@@ -9,6 +9,14 @@ from ..core import jsonout
 from . import writes
 
 
+def compared(ratio: float) -> str:
+    """A ratio of the other path's time to the index's, in words that stay true below 1:
+    "2.5x faster", "1.3x slower", "same speed" (equal to one decimal)."""
+    value, word = (ratio, "faster") if ratio >= 1 else (1 / ratio, "slower")
+    shown = f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
+    return "same speed" if shown == "1.0" else f"{shown}x {word}"
+
+
 def markdown(results: dict[str, Any]) -> str:
     m = results["machine"]
     lines = [
@@ -28,7 +36,7 @@ def markdown(results: dict[str, Any]) -> str:
             )
             lines.append(
                 f"| {size['eligible_rows']:,} | {which} | {cells} "
-                f"| {s['index_faster_than_fts5']:.1f}x faster | {s['index_faster_than_scan']:.0f}x faster |"
+                f"| {compared(s['index_faster_than_fts5'])} | {compared(s['index_faster_than_scan'])} |"
             )
     lines += [
         "",

@@ -214,35 +214,47 @@ def _bench(args: argparse.Namespace) -> Any:
     sizes = _numbers("sizes", args.sizes)
     if not sizes or min(sizes) < 10:
         raise ValidationError("sizes", "must name at least one size of 10 rows or more")
+    writes_of = _numbers("writes", args.writes)
+    if not writes_of or min(writes_of) < 0 or (0 in writes_of and len(writes_of) > 1):
+        raise ValidationError("writes", f"must be 0 or sizes of 1 record or more, got {args.writes!r}")
+    _results_directory(args.out)  # before a run that may take an hour, not after it
     if args.web:
         from .web import bench as web_bench
 
         chosen = sorted(sizes) if args.sizes != DEFAULT_BENCH_SIZES else [100_000]
         results = web_bench.run(chosen, seed=args.seed)
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
+        sys.stderr.write(web_bench.markdown(results))
         (out / "web.json").write_text(jsonout.dumps(results))
         (out / "web.md").write_text(web_bench.markdown(results))
-        sys.stderr.write(web_bench.markdown(results))
         return {"written": [str(out / "web.json"), str(out / "web.md")]}
     if args.vectors:
         chosen = sorted(sizes) if args.sizes != DEFAULT_BENCH_SIZES else [1_000, 10_000]
         results = vectors.run(chosen, seed=args.seed)
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
+        sys.stderr.write(vectors.markdown(results))
         (out / "vectors.json").write_text(jsonout.dumps(results))
         (out / "vectors.md").write_text(vectors.markdown(results))
-        sys.stderr.write(vectors.markdown(results))
         return {"written": [str(out / "vectors.json"), str(out / "vectors.md")]}
     if args.full and 1_000_000 not in sizes:
         sizes.append(1_000_000)
-    writes_of = _numbers("writes", args.writes)
-    if not writes_of or min(writes_of) < 0 or (0 in writes_of and len(writes_of) > 1):
-        raise ValidationError("writes", f"must be 0 or sizes of 1 record or more, got {args.writes!r}")
     results = run.run(sorted(sizes), seed=args.seed, writes_of=sorted(n for n in writes_of if n))
+    sys.stderr.write(report.markdown(results))  # first: the figures are shown whatever happens next
     written = report.write(results, Path(args.out))
-    sys.stderr.write(report.markdown(results))
     return {"written": [str(p) for p in written]}
+
+
+def _results_directory(out: str) -> None:
+    """--out: a directory this user can write, made if missing."""
+    path = Path(out)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ValidationError("out", f"{out} is not a directory; name a directory for the results") from None
+    except OSError as exc:
+        raise ValidationError("out", f"{out} cannot be made: {exc.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ValidationError("out", f"{out} is a directory this user cannot write; name another")
 
 
 # Options that hold text, not a path: a byte of the command line that is not UTF-8 reaches
