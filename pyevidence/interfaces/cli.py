@@ -11,13 +11,14 @@ import os
 import shlex
 import signal
 import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ..core import jsonout, validation
-from ..core.errors import EvidenceError, SchemaError, UpgradeNeeded, ValidationError
+from ..core.errors import EngineFallbackWarning, EvidenceError, SchemaError, UpgradeNeeded, ValidationError
 from ..core.records import KINDS
 from ..storage import paths
 from ..store import ENGINES, EvidenceStore
@@ -360,6 +361,8 @@ def _run(args: argparse.Namespace) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    shown_before = warnings.showwarning
+    warnings.showwarning = _one_line_note(shown_before)
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt as exc:
@@ -371,6 +374,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the reader of stdout went away (| head): stop quietly, as other command-line tools do
         _drop_stdout()
         return EXIT_STORE
+    finally:
+        warnings.showwarning = shown_before
+
+
+def _one_line_note(show: Any) -> Any:
+    """pyevidence's own warnings as one line on stderr: Python's format shows the file, line
+    and source line of the call that warned, which is pyevidence's code, not the user's."""
+
+    def shown(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, EngineFallbackWarning):
+            print(f"pyevidence: note: {message}", file=sys.stderr)
+        else:
+            show(message, category, *args, **kwargs)
+
+    return shown
 
 
 def _drop_stdout() -> None:
