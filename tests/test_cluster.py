@@ -10,6 +10,7 @@ node program or client fails instead of skipping.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -1130,6 +1131,26 @@ def test_a_mistyped_cluster_database_is_not_created_by_a_command_that_reads(tmp_
                 f"pyevidence: error: no database 'reel' on the cluster at {typo}; create one with "
                 "'pyevidence put' or 'pyevidence import' (or check the name)\n"
             )
+        # A dry run of an import checks against the new database without making it.
+        lines = "".join(json.dumps(record(i)) + "\n" for i in range(3))
+        (tmp_path / "records.jsonl").write_text(lines)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pyevidence",
+                "import",
+                "--db",
+                typo,
+                "--dry-run",
+                str(tmp_path / "records.jsonl"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["import"] == {"dry_run": True, "read": 3, "unchanged": 0, "written": 0}
         with pytest.raises(SchemaError, match="has no pyevidence schema"):
             EvidenceStore(typo, read_only=True)
     finally:

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from .. import bulk
 from ..core import validation
-from ..core.errors import ValidationError
+from ..core.errors import NoSchema, ValidationError
 from ..core.records import KINDS
 from ..storage import paths
 from ..store import EvidenceStore
@@ -113,9 +113,8 @@ def run_import(args: argparse.Namespace) -> dict[str, Any]:
     bar = ProgressBar(sys.stderr) if sys.stderr.isatty() else None
     try:
         checked = _checked(args, bar)  # all of the input, before any database is opened or created
-        # A dry run writes nothing, not even a new database: it checks against an empty store then.
-        if args.dry_run and not paths.is_cluster_url(db) and not os.path.lexists(db):
-            opened = EvidenceStore(":memory:", engine=args.engine)
+        if args.dry_run:
+            opened = _dry_run_store(db, args.engine)
         else:
             # Opening may upgrade an older file and build its token index: shown on stderr.
             if not args.dry_run:
@@ -131,6 +130,20 @@ def run_import(args: argparse.Namespace) -> dict[str, Any]:
         if bar is not None:
             bar.close()
     return {"import": report.to_dict()}
+
+
+def _dry_run_store(db: str, engine: str) -> EvidenceStore:
+    """A dry run writes nothing, not even a new database: where none exists yet (no file, or a
+    name no put has used on a cluster), it checks against an empty store."""
+    if not paths.is_cluster_url(db) and not os.path.lexists(db):
+        return EvidenceStore(":memory:", engine=engine)
+    try:
+        return EvidenceStore(db, engine=engine, read_only=True, progress=IndexProgress())
+    except NoSchema:
+        if not paths.is_cluster_url(db):
+            raise
+        # the cluster engine runs only on a cluster: the empty store is a local one
+        return EvidenceStore(":memory:", engine="auto" if engine == "cluster" else engine)
 
 
 def _checked(args: argparse.Namespace, bar: ProgressBar | None) -> bulk.Checked:
