@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import ENGINES
 from helpers import record
 from sql_gate_sweep import allow_lists
 
@@ -262,7 +264,7 @@ def test_invalid_stored_text_is_reported_as_what_it_is(db: Path) -> None:
         assert "reading column 'body' failed" in message and "not valid UTF-8" in message
         with pytest.raises(StoreError, match="reading column 'body' failed"):
             store.verify(tenant="team-a")
-        with pytest.raises(StoreError, match="reading the body of a candidate failed"):
+        with pytest.raises(StoreError, match="reading column 'body' failed"):
             store.retrieve(tenant="team-a", revision="v1", query="queue", now=0, scorer=TokenScorer())
     for args in (
         ["sql", str(db), "SELECT body FROM evidence"],
@@ -342,3 +344,47 @@ def test_sweep_every_function_and_pragma_is_refused_by_name_or_allow_listed_and_
     if report["sqlite_vec"]:
         assert "vec_distance_cosine" in report["functions"]
         assert "refused" in report["modules"]["vec_each"]
+
+
+BAD_BODY = "UPDATE evidence_versions SET body = CAST(x'71ff' AS TEXT)"
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "call", "column"),
+    [
+        ("UPDATE evidence_index_postings SET token = CAST(x'ff' AS TEXT) WHERE token = 'queue'",
+         lambda store: store.check_index(), "token"),
+        (BAD_BODY, lambda store: store.verify(tenant="team-a"), "body"),
+        (BAD_BODY, lambda store: store.retrieve(tenant="team-a", revision="v1", query="queue", now=0,
+                                                scorer=TokenScorer()), "body"),
+    ],
+)  # fmt: skip
+def test_stored_text_that_is_not_utf8_is_one_error_on_both_engines(
+    tmp_path: Path, corrupt: str, call: Any, column: str
+) -> None:
+    """The Python engine said "reading the history failed: Could not decode to UTF-8 column
+    'token'", the native engine what it was; both now say it alike (and, for the token index,
+    that reindex rebuilds it)."""
+    messages = {}
+    for engine in ENGINES:
+        db = tmp_path / f"{engine}.db"
+        with EvidenceStore(db, engine=engine) as store:
+            store.put(**record())
+        with sqlite3.connect(db) as conn:  # the triggers set aside, as a forged file would be
+            triggers = conn.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'").fetchall()
+            for name, _ in triggers:
+                conn.execute(f'DROP TRIGGER "{name}"')
+            conn.execute(corrupt)
+            for _, sql in triggers:
+                conn.execute(sql)
+        conn.close()
+        with EvidenceStore(db, engine=engine) as store, pytest.raises(StoreError) as info:
+            call(store)
+        messages[engine] = str(info.value)
+    expected = (
+        f"reading column '{column}' failed: it is stored text that is not valid UTF-8; raw SQL wrote it, "
+        "put() never does"
+    )
+    if column == "token":
+        expected += "; 'pyevidence reindex' rebuilds the token index from the records"
+    assert messages == {engine: expected for engine in ENGINES}

@@ -67,6 +67,16 @@ class UpgradeNeeded(SchemaError):
         )
 
 
+def not_utf8(what: str) -> str:
+    """Both engines' message for stored text that is not valid UTF-8, which only raw SQL can
+    store (CAST(x'ff' AS TEXT)): ``what`` is "column 'body'" and the like."""
+    rebuild = (
+        "; 'pyevidence reindex' rebuilds the token index from the records" if what == "column 'token'" else ""
+    )
+    stored = "it is stored text that is not valid UTF-8; raw SQL wrote it, put() never does"
+    return f"reading {what} failed: {stored}{rebuild}"
+
+
 # SQLite's primary result codes for "this file is not a usable database".
 _NOT_A_DATABASE = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 # ... and for "the disk refused": SQLITE_IOERR, SQLITE_FULL.

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ...core.errors import EngineUnavailableError, StoreError, from_sqlite
+from ...core.errors import EngineUnavailableError, StoreError, from_sqlite, not_utf8
 from ...core.records import Candidate, Hit, IndexRebuild, Record
 from ...core.vectors import Vector, Vectors
 from ...ranking.scoring import hit_from
@@ -314,14 +314,14 @@ def evidence_reindex_progress(handle: Any, done: int, total: int) -> int:
 def _candidate(row: Any) -> Candidate:
     """Copies one EvidenceRow out of C memory."""
     return Candidate(
-        record_id=_text(row.record_id, row.record_id_len, "the record_id of a candidate"),
-        revision=_text(row.revision, row.revision_len, "the revision of a candidate"),
-        kind=_text(row.kind, row.kind_len, "the kind of a candidate"),
-        body=_text(row.body, row.body_len, "the body of a candidate"),
-        source=_text(row.source, row.source_len, "the source of a candidate"),
+        record_id=_text(row.record_id, row.record_id_len, "column 'record_id'"),
+        revision=_text(row.revision, row.revision_len, "column 'revision'"),
+        kind=_text(row.kind, row.kind_len, "column 'kind'"),
+        body=_text(row.body, row.body_len, "column 'body'"),
+        source=_text(row.source, row.source_len, "column 'source'"),
         expires_at=int(row.expires_at),
         version=int(row.version),
-        content_hash=_text(row.content_hash, row.content_hash_len, "the content_hash of a candidate"),
+        content_hash=_text(row.content_hash, row.content_hash_len, "column 'content_hash'"),
     )
 
 
@@ -331,10 +331,8 @@ def _text(pointer: Any, length: int, what: str) -> str:
         return str(ffi.unpack(pointer, length).decode("utf-8"))
     except UnicodeDecodeError as exc:
         # Only raw SQL can store invalid UTF-8 (CAST(x'ff' AS TEXT)); put() never does.
-        raise StoreError(
-            f"reading {what} failed: it is stored text that is not valid UTF-8 ({exc});"
-            " raw SQL wrote it, put() never does"
-        ) from None
+        del exc
+        raise StoreError(not_utf8(what)) from None
 
 
 def _bind(slot: Any, value: Any) -> Any:

@@ -7,13 +7,14 @@ native engine is cross-checked against.
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ...core.errors import SchemaError, from_sqlite
+from ...core.errors import SchemaError, StoreError, from_sqlite, not_utf8
 from ...core.hashing import FIRST_PREVIOUS
 from ...core.records import Candidate, Hit, IndexRebuild, Record
 from ...core.vectors import Vector, Vectors, cosine_distance, squared_norm
@@ -361,8 +362,15 @@ def _sqlite_errors(doing: str, *, writing: bool = False, during: str = "") -> It
     try:
         yield
     except sqlite3.Error as exc:
+        undecodable = _NOT_UTF8.match(str(exc))
+        if undecodable:  # the native engine's words for it (not_utf8), whatever the call was doing
+            raise StoreError(not_utf8(f"column {undecodable.group(1)!r}")) from None
         code = getattr(exc, "sqlite_errorcode", 1)
         raise from_sqlite(code, f"{doing} failed{during}: {exc}", writing=writing) from None
+
+
+# sqlite3's message when a stored text is not UTF-8 (text_factory=str).
+_NOT_UTF8 = re.compile(r"Could not decode to UTF-8 column '([^']*)'")
 
 
 @contextmanager
