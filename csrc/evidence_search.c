@@ -143,8 +143,15 @@ static int searchExpiredRange(Search *s, int level, int64_t lo, int64_t hi, int6
   sqlite3_bind_int64(pStmt, 4, hi);
   rc = sqlite3_step(pStmt);
   if (rc == SQLITE_ROW) {
-    *pn += sqlite3_column_int64(pStmt, 0);
+    int64_t n = sqlite3_column_int64(pStmt, 0);
     rc = SQLITE_OK;
+    /* Counts a writer kept never come near 2^63: such a sum is a damaged table, not a count. */
+    if (n < 0 || n > INT64_MAX - *pn)
+      rc = indexOutOfStep(s);
+    else
+      *pn += n;
+  } else if (rc == SQLITE_ERROR) {
+    rc = indexOutOfStep(s); /* sum()'s integer overflow, from counts no writer keeps */
   }
   sqlite3_reset(pStmt);
   return rc;

@@ -613,3 +613,36 @@ def test_docsets_refuse_what_is_not_one(blob: bytes) -> None:
 def test_docset_functions_refuse_bad_arguments(call: Callable[[], object]) -> None:
     with pytest.raises(docsets.DocsetError):
         call()
+
+
+@pytest.mark.parametrize("rows", [2**63 - 1, 2**62])
+def test_a_damaged_expiry_count_is_one_error_on_both_engines_and_reindex_mends_it(
+    tmp_path: Path, rows: int
+) -> None:
+    """A count of 2**63 - 1 made SQL's sum() overflow: a bare "SQL logic error" on the native
+    engine (and, past one level's sum, a signed overflow in C), "integer overflow" on the Python
+    engine. The index tables are unguarded; what matters is that the damage is named, alike."""
+    from conftest import ENGINES
+
+    from pyevidence import SchemaError
+
+    said = {}
+    for engine in ENGINES:
+        db = tmp_path / f"{engine}.db"
+        with EvidenceStore(db, engine=engine) as store:
+            store.put_many(
+                [{"tenant": "t", "record_id": f"r{i}", "revision": "v1", "kind": "runbook",
+                  "body": "queue lag", "source": "s", "expires_at": 5 + 1000 * i} for i in range(3)]
+            )  # fmt: skip
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE evidence_index_expiry SET rows = ?", (rows,))
+        conn.close()
+        with EvidenceStore(db, engine=engine) as store:
+            with pytest.raises(SchemaError) as damaged:
+                store.retrieve(tenant="t", revision="v1", query="queue", now=3000)
+            said[engine] = str(damaged.value)
+            store.reindex()
+            assert store.retrieve(tenant="t", revision="v1", query="queue", now=3000).eligible_count == 0
+            assert store.retrieve(tenant="t", revision="v1", query="queue", now=1000).eligible_count == 2
+    damage = "the token index disagrees with the stored records; rebuild it with `pyevidence reindex`"
+    assert said == dict.fromkeys(ENGINES, f"retrieve failed: {damage}")

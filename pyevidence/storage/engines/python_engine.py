@@ -307,7 +307,10 @@ class PythonEngine:
             candidates = self.candidates(tenant, revision, now)
             return rank(query, candidates, TokenScorer(), limit), len(candidates)
         with _sqlite_errors("retrieve"):
-            return search.search(self._conn, tenant, revision, now, query, limit)
+            try:
+                return search.search(self._conn, tenant, revision, now, query, limit)
+            except search.IndexOutOfStep as exc:  # as the native engine says it (SQLITE_CORRUPT)
+                raise from_sqlite(_SQLITE_CORRUPT, f"retrieve failed: {exc}") from None
 
     def vector_candidates(
         self, tenant: str, revision: str, now: int, query: Vector
@@ -369,6 +372,7 @@ def _sqlite_errors(doing: str, *, writing: bool = False, during: str = "") -> It
         raise from_sqlite(code, f"{doing} failed{during}: {exc}", writing=writing) from None
 
 
+_SQLITE_CORRUPT = 11
 # sqlite3's message when a stored text is not UTF-8 (text_factory=str).
 _NOT_UTF8 = re.compile(r"Could not decode to UTF-8 column '([^']*)'")
 

@@ -115,9 +115,22 @@ def _expired(conn: sqlite3.Connection, scope: int, now: int) -> int:
         current = now >> (8 * level)
         low = 0 if level == 7 else (now >> (8 * (level + 1))) << 8
         if current > low:
-            total += conn.execute(_EXPIRED_SQL, (scope, level, low, current - 1)).fetchone()[0]
-    total += conn.execute(_EXPIRED_SQL, (scope, 0, now, now)).fetchone()[0]
-    return int(total)
+            total = _counted(conn, total, (scope, level, low, current - 1))
+    return _counted(conn, total, (scope, 0, now, now))
+
+
+def _counted(conn: sqlite3.Connection, total: int, bucket_range: tuple[int, int, int, int]) -> int:
+    """``total`` plus the rows of the buckets in range. Counts a writer kept never come near 2**63:
+    a sum past it (SQL's integer overflow, or the total's) is a damaged table, as in C."""
+    try:
+        rows = int(conn.execute(_EXPIRED_SQL, bucket_range).fetchone()[0])
+    except sqlite3.OperationalError as exc:
+        if "integer overflow" not in str(exc):
+            raise
+        raise IndexOutOfStep(OUT_OF_STEP) from None
+    if rows < 0 or rows > 2**63 - 1 - total:
+        raise IndexOutOfStep(OUT_OF_STEP)
+    return total + rows
 
 
 def _scores(conn: sqlite3.Connection, scope: int, tokens: list[str], numbers: int) -> list[int]:
