@@ -44,6 +44,7 @@ from .core.errors import StoreError, ValidationError
 from .core.limits import DEFAULT_LIMITS, Limits
 from .core.records import Record, Version
 from .storage import versions
+from .storage.engines.cluster_engine import NUL_REFUSED, fields_with_nul
 from .store import EvidenceStore
 
 FORMATS = ("jsonl", "csv")
@@ -141,6 +142,7 @@ class Checked:
     records: list[Record]
     wheres: list[str]
     from_dir: bool = False
+    source: str = "input"  # the file or folder, as ImportRefused names it
 
 
 def import_file(
@@ -227,7 +229,7 @@ def check_file(
         records, wheres, problems = _checked(limits, rows, tenant, handle, size, progress)
     if problems:
         raise ImportRefused(name, problems)
-    return Checked(records, wheres)
+    return Checked(records, wheres, source=name)
 
 
 def check_dir(
@@ -287,7 +289,7 @@ def check_dir(
             progress(CHECKING, number, number / len(files))
     if problems:
         raise ImportRefused(str(root), problems)
-    return Checked(records, wheres, from_dir=True)
+    return Checked(records, wheres, from_dir=True, source=str(root))
 
 
 def write(
@@ -297,11 +299,16 @@ def write(
     dry_run: bool = False,
     batch_size: int | None = None,
     progress: Progress | None = None,
+    cluster: bool | None = None,
 ) -> ImportReport:
     """Write checked records with put_many: in one transaction, or ``batch_size`` at a
     time (see ImportInterrupted). Documents whose record already holds them are
-    skipped. With ``dry_run`` nothing is written (the report says what would be)."""
+    skipped. With ``dry_run`` nothing is written (the report says what would be).
+    ``cluster``: the records go to a cluster (by default: ``store`` is one), which refuses
+    text holding a NUL character; every such record is named before any batch is written."""
     _options(dry_run=dry_run, batch_size=batch_size, progress=progress)
+    if store.engine == "cluster" if cluster is None else cluster:
+        _refuse_what_a_cluster_cannot_store(checked)
     records, wheres = checked.records, checked.wheres
     if checked.from_dir:
         keep = [i for i, record in enumerate(records) if not _is_current(store, record)]
@@ -309,6 +316,16 @@ def write(
     unchanged = len(checked.records) - len(records)
     written = 0 if dry_run else _write(store, records, batch_size, progress, wheres)
     return ImportReport(read=len(checked.records), written=written, unchanged=unchanged, dry_run=dry_run)
+
+
+def _refuse_what_a_cluster_cannot_store(checked: Checked) -> None:
+    problems = [
+        Problem(where, field, NUL_REFUSED)
+        for record, where in zip(checked.records, checked.wheres, strict=True)
+        for field in fields_with_nul(record)
+    ]
+    if problems:
+        raise ImportRefused(checked.source, problems)
 
 
 def _options(*, dry_run: bool, batch_size: int | None = None, progress: Progress | None = None) -> None:

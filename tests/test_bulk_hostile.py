@@ -298,3 +298,21 @@ def test_export_to_a_path_makes_a_new_file_and_removes_it_when_it_fails(
     with pytest.raises(bulk.StoreError):
         bulk.export_jsonl(store, tmp_path / "failed.jsonl", tenant="a")
     assert not (tmp_path / "failed.jsonl").exists()
+
+
+def test_an_import_for_a_cluster_names_every_nul_before_any_batch_is_written(open_store: Any) -> None:
+    """The cluster refused a NUL only in its own put_many: a batched import wrote the batches
+    before the record's, then said "nothing was written"; a dry run passed it."""
+    lines = _lines(10).splitlines(keepends=True)
+    lines[7] = lines[7].replace(b'"body":"b"', b'"body":"b\\u0000ad"')
+    checked = bulk.check_file(io.BytesIO(b"".join(lines)), format="jsonl")
+    store = open_store()
+    for dry_run in (True, False):
+        with pytest.raises(bulk.ImportRefused) as refused:
+            bulk.write(store, checked, dry_run=dry_run, batch_size=3, cluster=True)
+        assert [str(p) for p in refused.value.problems] == [
+            "line 8: body: holds a NUL character, which a cluster cannot store (dqlite's text ends at a "
+            "NUL; a file store keeps it); remove it"
+        ]
+    assert store.history(tenant="a", record_id="r0") == ()
+    assert bulk.write(store, checked, batch_size=3).written == 10  # a file store keeps it

@@ -629,6 +629,8 @@ def test_node_1_starts_a_cluster_only_when_told_and_never_again_on_an_empty_dire
         with EvidenceStore(three.url("kept")) as store:
             store.put(**record(1))
         assert first.stop() == 0
+        run = _node("--id", "1", "--address", first.address, "--data", str(first.data), "--new-cluster")
+        assert run.returncode == 2 and "--new-cluster is for node 1's first start only" in run.stderr
         shutil.rmtree(first.data)  # node 1's disk is lost
         run = _node("--id", "1", "--address", first.address, "--data", str(first.data))
         assert run.returncode == 2, run.stderr
@@ -670,6 +672,7 @@ def test_options_a_node_cannot_act_on_are_refused_before_it_starts(
         args += ["--data", str(tmp_path / "n")]
     run = _node(*args, "--address", f"127.0.0.1:{_free_port()}")
     assert run.returncode == status and says in run.stderr, run.stderr
+    assert not (tmp_path / "n").exists()  # a refused start leaves no directory behind
 
 
 def test_a_crashing_node_writes_its_stack_to_its_log(tmp_path: Path) -> None:

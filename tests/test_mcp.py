@@ -588,3 +588,13 @@ def test_a_put_that_is_expired_already_says_so(tmp_path: Path) -> None:
 
         assert render("get_cited_version", cited).startswith("found: s version 1-")
         assert "(expired: not current evidence)" in render("get_cited_version", cited)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=12), st.text(max_size=12))
+def test_two_bodies_render_alike_only_when_they_are_alike(first: str, second: str) -> None:
+    """A body holding the two characters \\n read as one holding a line break: a hit could be
+    forged in a single line. one_line must tell every text apart."""
+    from pyevidence.core.visible import one_line
+
+    assert (one_line(first) == one_line(second)) == (first == second)

@@ -211,7 +211,31 @@ IDS_OF_REFUSED_LINES = [
     (b'{"jsonrpc": "2.0", "params": {"a": 1}, "id": 25', None),  # cut short, the id after a value
     (b'{"jsonrpc": "2.0", "id": 26, "id": 27, "method": "ping", "x": NaN}', None),  # which id?
     (b'{"jsonrpc": "2.0", "id": "\\ud83d", "method": "ping", "x": NaN}', None),  # no reply can carry it
+    (b'{"jsonrpc": "2.0", "id": "a\tb", "method": "tools/list",', None),  # a raw tab: no JSON string
+    (b'{"jsonrpc": "2.0", "id": 007, "method": "ping"}', None),  # leading zeros: no JSON number
 ]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.binary(max_size=60) | st.text(max_size=60).map(lambda t: ('{"jsonrpc": "2.0", "id": ' + t).encode())
+)
+def test_no_line_makes_the_reader_raise(line: bytes) -> None:
+    """A line the lenient id reader met with a raw tab in its id made read_message raise, and
+    the server died with the session: every line is a message, a refusal or blank."""
+    outcome = read_message(line)
+    assert outcome is None or isinstance(outcome, Refusal) or hasattr(outcome, "jsonrpc")
+
+
+def test_a_refused_response_gets_no_reply() -> None:
+    """JSON-RPC answers no response; one whose id matched a pending request of the client's
+    would have been taken for the answer to it."""
+    for line in (
+        b'{"jsonrpc": "2.0", "id": 5, "result": {"x": NaN}}',
+        b'{"jsonrpc": "2.0", "id": 5, "result": 1, "x": 2}',
+    ):
+        refusal = read_message(line)
+        assert isinstance(refusal, Refusal) and not refusal.reply
 
 
 @pytest.mark.parametrize(("line", "request_id"), IDS_OF_REFUSED_LINES)

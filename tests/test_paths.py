@@ -508,3 +508,23 @@ def test_a_refused_read_only_open_through_a_symlink_creates_no_files(tmp_path: P
     with pytest.raises(SchemaError, match="is not a pyevidence database: it already holds notes"):
         EvidenceStore(tmp_path / "link.db", engine=engine, read_only=True)
     assert snapshot(tmp_path) == before
+
+
+def test_an_older_store_this_user_cannot_write_says_who_can_upgrade_it(shared_dir: Path) -> None:
+    """check told such a user to run check, the command they had just run."""
+    db = shared_dir / "old.db"
+    db.write_bytes((Path(__file__).parent / "fixtures" / "v3_store.db").read_bytes())
+    db.chmod(0o644)
+    shared_dir.chmod(0o777)
+    script = textwrap.dedent(f"""
+        import subprocess, sys
+        done = subprocess.run([sys.executable, "-m", "pyevidence", "check", "--db", {str(db)!r}],
+                              capture_output=True, text=True)
+        print(done.returncode, done.stderr.strip())
+    """)
+    done = run_as_other_user(script, db)
+    assert done.stdout.strip().endswith(
+        "'pyevidence check' only reads: this user cannot write it, so a user who can must open it once, "
+        f"such as with 'pyevidence check --db {db}'"
+    ), done.stdout + done.stderr
+    assert done.stdout.startswith("1 ")

@@ -83,9 +83,18 @@ static int parseUnsigned(const char *z, unsigned long long max, unsigned long lo
   return 0;
 }
 
+static unsigned optionBit(const char *flag) {
+  return strcmp(flag, "--id") == 0           ? 1u
+         : strcmp(flag, "--address") == 0    ? 2u
+         : strcmp(flag, "--data") == 0       ? 4u
+         : strcmp(flag, "--latency-ms") == 0 ? 8u
+                                             : 0u;
+}
+
 /* Returns 0, or 2 (the usage exit status) after saying what was wrong. */
 static int parseOptions(int argc, char **argv, NodeOptions *o) {
   char zWhy[256];
+  unsigned seen = 0; /* the single-valued options given so far */
   memset(o, 0, sizeof(*o));
   for (int i = 1; i < argc; i++) {
     const char *flag = argv[i];
@@ -110,12 +119,11 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
       return 2;
     }
     i++;
-    if ((strcmp(flag, "--id") == 0 && o->id != 0) || (strcmp(flag, "--address") == 0 && o->address != 0) ||
-        (strcmp(flag, "--data") == 0 && o->data != 0) ||
-        (strcmp(flag, "--latency-ms") == 0 && o->latency_ms != 0)) {
+    if (strcmp(flag, "--join") != 0 && (seen & optionBit(flag)) != 0) {
       fprintf(stderr, "evidence_node: %s is given twice; give it once\n", flag);
       return 2;
     }
+    seen |= optionBit(flag);
     if (strcmp(flag, "--id") == 0) {
       if (parseUnsigned(value, ~0ULL, &o->id) != 0) {
         fprintf(stderr, "evidence_node: --id must be a positive integer, got %s\n", value);
@@ -167,15 +175,13 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
   return 0;
 }
 
-/* Creates the data directory if missing; 0, or the exit status after saying what is wrong
-** (dqlite itself reported a file there, or a directory it cannot write, as "out of memory"). */
+/* The data directory, if it exists, is one this user can use: 0, or the exit status after
+** saying what is wrong (dqlite itself reported a file there, or a directory it cannot write,
+** as "out of memory"). A missing one is made by makeDataDirectory, once the options hold. */
 static int checkDataDirectory(const char *dir) {
   struct stat st;
-  if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-    fprintf(stderr, "evidence_node: cannot create data directory %s: %s\n", dir, strerror(errno));
-    return 1;
-  }
   if (stat(dir, &st) != 0) {
+    if (errno == ENOENT) return 0;
     fprintf(stderr, "evidence_node: cannot read data directory %s: %s\n", dir, strerror(errno));
     return 1;
   }
@@ -187,6 +193,14 @@ static int checkDataDirectory(const char *dir) {
   if (access(dir, R_OK | W_OK | X_OK) != 0) {
     fprintf(stderr, "evidence_node: cannot use data directory %s: %s; let this user write to it\n", dir,
             strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
+static int makeDataDirectory(const char *dir) {
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    fprintf(stderr, "evidence_node: cannot create data directory %s: %s\n", dir, strerror(errno));
     return 1;
   }
   return 0;
@@ -233,10 +247,14 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (restarted && o.new_cluster) {
+    /* Refused, not ignored: a start script or unit file that kept it would start a cluster of
+    ** node 1's own the day its directory is lost, the very case --new-cluster guards against. */
     fprintf(stderr,
-            "evidence_node: %s holds node %llu's state already: --new-cluster is not needed on a "
-            "restart, and is ignored\n",
+            "evidence_node: %s holds node %llu's state already: --new-cluster is for node 1's first "
+            "start only; restart it without --new-cluster, and keep it out of start scripts and unit "
+            "files\n",
             o.data, o.id);
+    return 2;
   }
   if (!restarted && o.id != 1 && o.n_seeds == 0) {
     fprintf(stderr,
@@ -245,6 +263,7 @@ int main(int argc, char **argv) {
             o.id);
     return 2;
   }
+  if ((rc = makeDataDirectory(o.data)) != 0) return rc;
 
   evidenceCrashReportInstall(o.id);
   /* Before any connection exists, and so before dqlite opens its own. */

@@ -41,8 +41,9 @@ def visible(text: str) -> str:
 def one_line(text: str) -> str:
     """``visible(text)`` with its line breaks written as escapes too (\\n, \\u2028, \\u2029), for
     output that gives each item one line: a body holding a line break must not add a line that
-    reads as another hit."""
-    return visible(text).translate(_LINE_BREAKS)
+    reads as another hit. A backslash of the text is doubled first, so that a body holding the
+    characters \\n or \\u202e reads otherwise than one holding a line break or the override."""
+    return visible(text.replace("\\", "\\\\")).translate(_LINE_BREAKS)
 
 
 _LINE_BREAKS = str.maketrans({"\n": "\\n", "\u2028": "\\u2028", "\u2029": "\\u2029"})

@@ -124,7 +124,12 @@ def run_import(args: argparse.Namespace) -> dict[str, Any]:
             )
         with opened as store:
             report = bulk.write(
-                store, checked, dry_run=args.dry_run, batch_size=args.batch_size, progress=bar
+                store,
+                checked,
+                dry_run=args.dry_run,
+                batch_size=args.batch_size,
+                progress=bar,
+                cluster=paths.is_cluster_url(db),  # also for a dry run against an empty local store
             )
     finally:
         if bar is not None:

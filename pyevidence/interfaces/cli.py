@@ -442,6 +442,9 @@ def _main(argv: list[str]) -> int:
     except UpgradeNeeded as exc:  # a command that only reads met an older store
         check = f"pyevidence check --db {shlex.quote(exc.where)}"
         how = f"open it once with a command that writes, such as '{check}'"
+        if os.path.isfile(exc.where) and not os.access(exc.where, os.W_OK):
+            # retrieve and check read such a file as it is: running check again would not help
+            how = f"this user cannot write it, so a user who can must open it once, such as with '{check}'"
         command = args.command + (" --dry-run" if getattr(args, "dry_run", False) else "")
         print(f"pyevidence: error: {exc.older()}; 'pyevidence {command}' only reads: {how}", file=sys.stderr)
         return EXIT_STORE

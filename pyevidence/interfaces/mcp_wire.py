@@ -121,7 +121,8 @@ def _members(pairs: list[tuple[str, Any]]) -> _Members:
 # The id of a request cut short or otherwise not JSON, when it comes before any nested value,
 # as clients write it: {"jsonrpc": "2.0", "id": 7, "method": ...}.
 _LEADING_ID = re.compile(
-    r'\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\]*"\s*,)*\s*"id"\s*:\s*(-?[0-9]{1,18}|"[^"\\]*")\s*[,}]'
+    r'\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\\x00-\x1f]*"\s*,)*'
+    r'\s*"id"\s*:\s*(-?(?:0|[1-9][0-9]{0,17})|"[^"\\\x00-\x1f]*")\s*[,}]'
 )
 
 
@@ -139,9 +140,14 @@ def _id_despite_refusal(text: str) -> tuple[int | str | None, bool]:
         )
     except (ValueError, RecursionError):
         leading = _LEADING_ID.match(text)
-        return (json.loads(leading.group(1)) if leading else None), False
+        try:
+            return (json.loads(leading.group(1)) if leading else None), False
+        except ValueError:  # the pattern follows JSON's grammar; this guards it, not the rule
+            return None, False
     if not isinstance(document, _Members):
         return None, False
+    if "method" not in document and ("result" in document or "error" in document):
+        return None, True  # a response: JSON-RPC answers none, whatever it holds
     if not document.ids:
         return None, "method" in document
     request_id = document.ids[0]
@@ -180,7 +186,8 @@ def _refused(text: str, code: int, problem: str, document: Any = None) -> Refusa
     if not isinstance(document, dict):
         return Refusal(None, code, f"the message {problem}")
     request_id = document.get("id")
-    notification = "id" not in document and "method" in document
+    response = "method" not in document and ("result" in document or "error" in document)
+    notification = response or ("id" not in document and "method" in document)
     return Refusal(
         request_id if _is_id(request_id) else None, code, f"the message {problem}", reply=not notification
     )

@@ -145,20 +145,24 @@ def _positional(sql: str, params: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
 
 
 _TEXT_FIELDS = ("tenant", "record_id", "revision", "kind", "body", "source")
+NUL_REFUSED = (
+    "holds a NUL character, which a cluster cannot store (dqlite's text ends at a NUL; a file store "
+    "keeps it); remove it"
+)
+
+
+def fields_with_nul(record: Record) -> list[str]:
+    """The fields of ``record`` that a cluster cannot store: those holding a NUL character."""
+    return [field for field in _TEXT_FIELDS if "\0" in getattr(record, field)]
 
 
 def _refuse_nul(records: list[Record], operation: str) -> None:
     """dqlite's wire protocol ends text at a NUL character, and its driver refuses such text with
     advice about BLOB columns; a file store keeps it. Said as bad input, with nothing written."""
     for index, record in enumerate(records):
-        for field in _TEXT_FIELDS:
-            if "\0" in getattr(record, field):
-                where = field if operation == "put" else f"records[{index}].{field}"
-                raise ValidationError(
-                    where,
-                    "holds a NUL character, which a cluster cannot store (dqlite's text ends at a NUL; "
-                    "a file store keeps it); remove it (nothing was written)",
-                )
+        for field in fields_with_nul(record):
+            where = field if operation == "put" else f"records[{index}].{field}"
+            raise ValidationError(where, f"{NUL_REFUSED} (nothing was written)")
 
 
 def _without_nul(params: Sequence[Any]) -> tuple[Any, ...]:
