@@ -48,18 +48,13 @@ def _line_within(stream: Any, seconds: float) -> bytes:
     return bytes(stream.readline())
 
 
-def session(
-    tmp_path: Path, lines: list[bytes], replies: int, handshake: bool = True
-) -> tuple[dict[Any, dict[str, Any]], list[dict[str, Any]], str]:
-    """Send ``lines`` after the handshake, read ``replies`` replies (the handshake's too), then
-    close stdin: the replies by id, those with no id, and stderr. Stdin stays open until the
-    replies are in: a call still running when the input ends is cancelled, as the client is gone."""
+def _serve(tmp_path: Path) -> subprocess.Popen[bytes]:
+    """`pyevidence mcp` over a new store of one record of team-a, revision v1, on pipes."""
     db = tmp_path / "e.db"
     with EvidenceStore(db, engine="python") as store:
         store.put(tenant="team-a", record_id="queue", revision="v1", kind="runbook", expires_at=FAR,
                   source="runbook://queue", body="queue lag: restart the consumer 🙂")  # fmt: skip
-    first = [json.dumps(INITIALIZE).encode(), json.dumps(INITIALIZED).encode()] if handshake else []
-    server = subprocess.Popen(
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -77,6 +72,16 @@ def session(
         stderr=subprocess.PIPE,
         bufsize=0,  # no buffer beside the pipe's: select() sees every line not yet read
     )
+
+
+def session(
+    tmp_path: Path, lines: list[bytes], replies: int, handshake: bool = True
+) -> tuple[dict[Any, dict[str, Any]], list[dict[str, Any]], str]:
+    """Send ``lines`` after the handshake, read ``replies`` replies (the handshake's too), then
+    close stdin: the replies by id, those with no id, and stderr. Stdin stays open until the
+    replies are in: a call still running when the input ends is cancelled, as the client is gone."""
+    first = [json.dumps(INITIALIZE).encode(), json.dumps(INITIALIZED).encode()] if handshake else []
+    server = _serve(tmp_path)
     assert server.stdin is not None and server.stdout is not None and server.stderr is not None
     try:
         server.stdin.write(b"\n".join(first + lines) + b"\n")
@@ -322,27 +327,7 @@ def test_a_request_is_passed_on_or_refused_with_its_own_id(
 def test_ctrl_c_ends_the_server_while_it_waits_for_input(tmp_path: Path) -> None:
     """The stdin reader is a daemon thread: a reader blocked in readline() kept the process
     alive after Ctrl-C until a line or the end of input came."""
-    db = tmp_path / "e.db"
-    with EvidenceStore(db, engine="python") as store:
-        store.put(tenant="team-a", record_id="q", revision="v1", kind="runbook", expires_at=FAR,
-                  source="s", body="queue lag")  # fmt: skip
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pyevidence",
-            "mcp",
-            "--db",
-            str(db),
-            "--tenant",
-            "team-a",
-            "--revision",
-            "v1",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    server = _serve(tmp_path)
     assert server.stdin is not None and server.stdout is not None
     try:
         server.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")

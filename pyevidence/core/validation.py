@@ -124,6 +124,8 @@ def record(
 
 
 RECORD_FIELDS = tuple(f.name for f in fields(Record))
+# The fields that hold text (all but expires_at), in the Record's order.
+TEXT_FIELDS = tuple(name for name in RECORD_FIELDS if name != "expires_at")
 _RECORD_FIELD_SET = frozenset(RECORD_FIELDS)
 # A Record's or a mapping's fields as a tuple, in the Record's own order.
 _record_values = attrgetter(*RECORD_FIELDS)

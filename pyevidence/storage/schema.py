@@ -17,6 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from ..core import validation
 from ..core.errors import NoSchema, SchemaError, StoreError, UpgradeNeeded
 from . import sqlite_file
 from .index import rebuild
@@ -400,12 +401,11 @@ _TEXT_UNCHECKED_IN = {
     2: ("evidence_versions", "evidence"),
     3: ("evidence_versions", "evidence"),
 }
-_TEXT_COLUMNS = ("tenant", "record_id", "revision", "kind", "body", "source")
 
 
 def _refuse_text_not_utf8(query: Query, where: str, version: int) -> None:
     for table in _TEXT_UNCHECKED_IN.get(version, ()):
-        for column in _TEXT_COLUMNS:
+        for column in validation.TEXT_FIELDS:
             found = query(
                 f"SELECT CAST(tenant AS BLOB), CAST(record_id AS BLOB) FROM {table}"
                 f" WHERE NOT evidence_utf8_valid(CAST({column} AS BLOB)) LIMIT 1"

@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import astuple
 from typing import Any, TypeVar
 
+from ...core import validation
 from ...core.errors import EngineUnavailableError, StoreError, ValidationError, from_sqlite
 from ...core.records import Candidate, Hit, IndexRebuild, Record
 from ...core.vectors import Vector, Vectors
@@ -144,7 +145,6 @@ def _positional(sql: str, params: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
     return _NUMBERED.sub("?", sql), tuple(params[n - 1] for n in used) if used else tuple(params)
 
 
-_TEXT_FIELDS = ("tenant", "record_id", "revision", "kind", "body", "source")
 NUL_REFUSED = (
     "holds a NUL character, which a cluster cannot store (dqlite's text ends at a NUL; a file store "
     "keeps it); remove it"
@@ -153,7 +153,7 @@ NUL_REFUSED = (
 
 def fields_with_nul(record: Record) -> list[str]:
     """The fields of ``record`` that a cluster cannot store: those holding a NUL character."""
-    return [field for field in _TEXT_FIELDS if "\0" in getattr(record, field)]
+    return [field for field in validation.TEXT_FIELDS if "\0" in getattr(record, field)]
 
 
 def _refuse_nul(records: list[Record], operation: str) -> None:
