@@ -20,6 +20,7 @@ from .core.errors import (
 )
 from .core.limits import DEFAULT_LIMITS, Limits
 from .core.records import (
+    Candidate,
     IndexCheck,
     IndexRebuild,
     QueryResult,
@@ -31,6 +32,7 @@ from .core.records import (
 )
 from .core.vectors import Embedder, Vector, embedding_list, vector
 from .ranking.scoring import Scorer, SetRanker, TokenScorer, rank, scorer_name
+from .ranking.send_gate import InFlight, StoreGate, current_gate
 from .ranking.vector_scoring import InStoreRanker
 from .storage import paths, versions
 from .storage.engines.python_engine import PythonEngine
@@ -154,6 +156,8 @@ class EvidenceStore:
         self._embedder = embedder
         self._shown = shown
         self._lock = threading.Lock()
+        self._lock_holder: int | None = None  # the thread holding _lock, to name a re-entry
+        self._remote_requests = InFlight()  # a remote ranking's requests: forget waits for them
         self._engine = _open_engine(path, engine, read_only, progress)
         self._closed = False
 
@@ -284,9 +288,12 @@ class EvidenceStore:
             candidates = engine.candidates(tenant, revision, now)
         # Scoring happens outside the lock: a slow scorer must not stall other threads.
         if isinstance(scorer, SetRanker):
-            return _checked_retrieval(
-                scorer.rank_candidates(query, candidates, limit), len(candidates), limit
-            )
+            gate = current_gate.set(StoreGate(lambda: self._still_current(tenant), self._remote_requests))
+            try:
+                ranked = scorer.rank_candidates(query, candidates, limit)
+            finally:
+                current_gate.reset(gate)
+            return _checked_retrieval(ranked, len(candidates), limit)
         scorer = scorer or TokenScorer()
         hits = rank(query, candidates, scorer, limit)
         return Retrieval(hits=hits, eligible_count=len(candidates), ranked_by=scorer_name(scorer))
@@ -320,7 +327,7 @@ class EvidenceStore:
         and a tombstone, so verify still holds. True when there was a record to forget."""
         tenant, record_id = validation.record_key(tenant=tenant, record_id=record_id, limits=self._limits)
         self._writable("forget")
-        with self._engine_locked() as engine:
+        with self._engine_locked(erasing=True) as engine:
             return bool(engine.forget(tenant, record_id))
 
     def _write_checked(
@@ -330,7 +337,8 @@ class EvidenceStore:
         transaction (so no other writer comes between the check and the write); returns
         what it returned and the history after it. An exception from it changes nothing."""
         self._writable(operation)
-        with self._engine_locked() as engine, _write_transaction(engine, operation):
+        erasing = operation == "forget"
+        with self._engine_locked(erasing=erasing) as engine, _write_transaction(engine, operation):
             done = write(engine, versions.history(engine, tenant, record_id))
             return done, versions.history(engine, tenant, record_id)
 
@@ -397,6 +405,8 @@ class EvidenceStore:
         return ScopedStore(self, tenant)
 
     def close(self) -> None:
+        if self._lock_holder == threading.get_ident():
+            raise StoreError("this EvidenceStore cannot be closed from a progress callback of its own")
         with self._lock:
             if not self._closed:
                 self._closed = True
@@ -450,12 +460,39 @@ class EvidenceStore:
             raise StoreError(f"{operation} refused: this store was opened read-only (read_only=True)")
 
     @contextmanager
-    def _engine_locked(self) -> Iterator[Any]:
-        """The engine, with the store's lock held; a closed store is refused."""
+    def _engine_locked(self, *, erasing: bool = False) -> Iterator[Any]:
+        """The engine, with the store's lock held; a closed store is refused. ``erasing``
+        (forget) first waits for the requests a remote ranking has in flight, so that none
+        of them carries text forget erases (ranking/send_gate.py)."""
+        if self._lock_holder == threading.get_ident():
+            # A progress callback (or other code called while the lock is held) using the
+            # store would wait for itself for ever.
+            raise StoreError(
+                "this EvidenceStore is busy in this same thread (called from a progress callback?); "
+                "use the store after the call that called back returns, or open another EvidenceStore"
+            )
         with self._lock:
             if self._closed:
                 raise StoreError("this EvidenceStore is closed")
-            yield self._engine
+            if erasing:
+                self._remote_requests.wait_for_none()
+            self._lock_holder = threading.get_ident()
+            try:
+                yield self._engine
+            finally:
+                self._lock_holder = None
+
+    @contextmanager
+    def _still_current(self, tenant: str) -> Iterator[Callable[[Sequence[Candidate]], list[Candidate]]]:
+        """With the lock held: which candidates of a batch are still their record's current
+        version (one that was forgotten or replaced since retrieve read it is not)."""
+        with self._engine_locked() as engine:
+
+            def still_current(batch: Sequence[Candidate]) -> list[Candidate]:
+                now = versions.current_versions(engine, tenant, [c.record_id for c in batch])
+                return [c for c in batch if now.get(c.record_id) == c.version]
+
+            yield still_current
 
 
 # A store handle bound to one tenant: the deployment boundary for agents. The tenant

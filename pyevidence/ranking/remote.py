@@ -46,6 +46,7 @@ from .http_transport import BoundedConnection
 from .remote_reply import Unavailable, parse_scores, read_body
 from .remote_request import candidate_json, request_body, request_headers, request_target
 from .scoring import Scorer, order, rank, scorer_name
+from .send_gate import current_gate
 
 # Statuses after which the same request may be sent again: the service said it
 # is overloaded or a proxy in front of it failed, so it did not score this request.
@@ -150,11 +151,14 @@ class RemoteScorer:
             return self._totals
 
     def rank_candidates(self, query: str, candidates: Sequence[Candidate], limit: int) -> Retrieval:
-        """Ranks the eligible ``candidates`` (all of them, and only them, are sent)."""
+        """Ranks the eligible ``candidates`` (all of them, and only them, are sent). Inside
+        retrieve(), a candidate whose record was forgotten or replaced before its batch is
+        sent is left out: not sent, not a hit (send_gate.py)."""
         started = time.monotonic()
         spend = _Spend()
+        left_out: set[str] = set()  # record ids the store's gate kept back
         try:
-            scores = self._scores(query, candidates, started + self.deadline, spend)
+            scores = self._scores(query, candidates, started + self.deadline, spend, left_out)
         except Unavailable as failure:
             cost = self._spent(spend, started)
             if self.fallback is None:
@@ -162,12 +166,13 @@ class RemoteScorer:
                     hits=(), eligible_count=len(candidates), status=UNAVAILABLE,
                     ranked_by=self.name, reason=str(failure), cost=cost,
                 )  # fmt: skip
-            hits = rank(query, candidates, self.fallback, limit)
+            kept = [c for c in candidates if c.record_id not in left_out]
+            hits = rank(query, kept, self.fallback, limit)
             return Retrieval(
                 hits=hits, eligible_count=len(candidates), status=DEGRADED,
                 ranked_by=scorer_name(self.fallback), reason=f"{self.name}: {failure}", cost=cost,
             )  # fmt: skip
-        scored = [(scores[c.record_id], c) for c in candidates]
+        scored = [(scores[c.record_id], c) for c in candidates if c.record_id in scores]
         if self.min_score is not None:
             scored = [(s, c) for s, c in scored if s > self.min_score]
         return Retrieval(
@@ -182,14 +187,31 @@ class RemoteScorer:
         return cost
 
     def _scores(
-        self, query: str, candidates: Sequence[Candidate], deadline_at: float, spend: _Spend
+        self,
+        query: str,
+        candidates: Sequence[Candidate],
+        deadline_at: float,
+        spend: _Spend,
+        left_out: set[str],
     ) -> dict[str, int | float]:
         scores: dict[str, int | float] = {}
+        gate = current_gate.get()
         for batch in self._batches(query, candidates):
-            body = request_body(query, batch)
-            reply = self._post(body, len(batch), deadline_at, spend)
-            scores.update(parse_scores(reply, [c.record_id for c in batch]))
+            if gate is None:
+                scores.update(self._batch_scores(query, batch, deadline_at, spend))
+                continue
+            with gate.sending(batch) as allowed:  # the store's check, just before the request
+                sent = {c.record_id for c in allowed}
+                left_out.update(c.record_id for c in batch if c.record_id not in sent)
+                if allowed:
+                    scores.update(self._batch_scores(query, allowed, deadline_at, spend))
         return scores
+
+    def _batch_scores(
+        self, query: str, batch: Sequence[Candidate], deadline_at: float, spend: _Spend
+    ) -> dict[str, int | float]:
+        reply = self._post(request_body(query, batch), len(batch), deadline_at, spend)
+        return parse_scores(reply, [c.record_id for c in batch])
 
     def _batches(self, query: str, candidates: Sequence[Candidate]) -> list[list[Candidate]]:
         """Consecutive runs of candidates, each within both batch limits."""

@@ -52,6 +52,14 @@ CURRENT_SQL = (
     "SELECT record_id, version, content_hash, revision, kind, body, source, expires_at"
     " FROM evidence WHERE tenant = ?1 ORDER BY record_id"
 )
+# The current version of each named record of a tenant, for the check a remote ranking
+# makes before each request (pyevidence/ranking/send_gate.py).
+_CURRENT_VERSION_IDS = 500  # ids a statement: well under any SQLite's limit of variables
+
+
+def _current_versions_sql(n_ids: int) -> str:
+    ids = ", ".join(f"?{i}" for i in range(2, n_ids + 2))
+    return f"SELECT record_id, version FROM evidence WHERE tenant = ?1 AND record_id IN ({ids})"
 
 
 class Reader(Protocol):
@@ -74,6 +82,15 @@ def chain_hash(previous: str, chain_seq: int, record_id: str, seq: int, operatio
 
 def history(reader: Reader, tenant: str, record_id: str) -> tuple[Version, ...]:
     return tuple(Version(*row) for row in reader.select(HISTORY_SQL, (tenant, record_id)))
+
+
+def current_versions(reader: Reader, tenant: str, record_ids: Sequence[str]) -> dict[str, int]:
+    """record_id -> the seq of its current version, for those of ``record_ids`` that have one."""
+    found: dict[str, int] = {}
+    for start in range(0, len(record_ids), _CURRENT_VERSION_IDS):
+        chunk = record_ids[start : start + _CURRENT_VERSION_IDS]
+        found.update(reader.select(_current_versions_sql(len(chunk)), (tenant, *chunk)))
+    return found
 
 
 def get_version(reader: Reader, tenant: str, record_id: str, seq: int, digest: str) -> VersionLookup:
