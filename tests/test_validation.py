@@ -271,7 +271,7 @@ def _in_full(items: list[Any]) -> Any:
             valid = validation.record(**values, limits=_LIMITS)
         except ValidationError as exc:
             return ("error", f"records[{index}].{exc.field}", exc.reason)
-        out.append(item if valid == item and type(item.expires_at) is int else valid)
+        out.append(item if validation.kept_as_given(item, valid) else valid)
     return out
 
 

@@ -40,9 +40,21 @@ class JsonRefused(ValueError):
 
 
 def shown(value: object, form: Any = repr, limit: int = 80) -> str:
-    """``value`` as a reason shows it: repr (or str) cut to ``limit`` characters."""
-    text = str(form(value))
+    """``value`` as a reason shows it: repr (or str) cut to ``limit`` characters. An
+    integer too long to show is described by its size (Python refuses to turn one of over
+    4,300 digits into text), and a value whose repr fails by its type: the message about
+    a bad value must not fail itself."""
+    if isinstance(value, int) and value.bit_length() > _SHOWN_INT_BITS:
+        digits = int(value.bit_length() * 0.30103) + 1  # log10(2): the count, give or take one
+        return f"{'a negative' if value < 0 else 'an'} integer of about {digits:,} digits"
+    try:
+        text = str(form(value))
+    except Exception:
+        return f"a {type(value).__name__} that cannot be shown"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_SHOWN_INT_BITS = 1024  # about 308 digits: more would be cut anyway
 
 
 def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:

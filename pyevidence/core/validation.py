@@ -16,6 +16,7 @@ from typing import Any
 from .errors import ValidationError
 from .limits import DEFAULT_LIMITS, Limits
 from .records import KINDS, Record, parse_version
+from .strict_json import shown
 from .tokens import tokens
 
 INT64_MIN = -(2**63)
@@ -33,7 +34,7 @@ _WHOLE_NUMBER = re.compile(r"\s*(-?[0-9]{1,100})\s*")
 def flag(field: str, value: Any) -> bool:
     """True or False, and nothing that merely tests true (1, "yes")."""
     if not isinstance(value, bool):
-        raise ValidationError(field, f"must be True or False, got {value!r}")
+        raise ValidationError(field, f"must be True or False, got {shown(value)}")
     return value
 
 
@@ -55,6 +56,10 @@ def text(field: str, value: Any, *, allow_empty: bool = False, max_bytes: int | 
     non-empty after stripping unless allowed."""
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a string, got {type(value).__name__}")
+    if type(value) is not str:
+        # A subclass's own methods (len, isspace, encode, ...) must not decide what is checked,
+        # nor what an engine stores: both see this plain copy of its characters.
+        value = str.__str__(value)
     if max_bytes is not None and len(value) > max_bytes:  # cheap first: UTF-8 is never shorter
         _too_long(field, len(value.encode("utf-8", "surrogatepass")), max_bytes)
     # isspace() is strip()'s notion of whitespace, without copying the text.
@@ -66,7 +71,7 @@ def text(field: str, value: Any, *, allow_empty: bool = False, max_bytes: int | 
         size = _utf8_size(field, value)
     if max_bytes is not None and size > max_bytes:
         _too_long(field, size, max_bytes)
-    return value
+    return str(value)  # already a plain str: str() of one is the same object
 
 
 def _utf8_size(field: str, value: str) -> int:
@@ -88,15 +93,19 @@ def integer(field: str, value: Any, *, minimum: int, maximum: int) -> int:
     """An int (bool excluded: True is not a time or a count) within [minimum, maximum]."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(field, f"must be an integer, got {type(value).__name__}")
+    # The plain int of a subclass: its own __int__ or comparisons must not decide what is
+    # checked, nor what is stored.
+    value = int.__index__(value)
     if not minimum <= value <= maximum:
-        raise ValidationError(field, f"must be between {minimum} and {maximum}, got {value}")
-    return int(value)
+        raise ValidationError(field, f"must be between {minimum} and {maximum}, got {shown(value)}")
+    return int(value)  # already a plain int: int() of one is the same object
 
 
 def record_kind(value: Any) -> str:
-    if not isinstance(value, str) or value not in KINDS:
-        raise ValidationError("kind", f"must be one of {', '.join(KINDS)}; got {value!r}")
-    return value
+    plain = str.__str__(value) if isinstance(value, str) else None
+    if plain not in KINDS:
+        raise ValidationError("kind", f"must be one of {', '.join(KINDS)}; got {shown(value)}")
+    return plain
 
 
 def record(
@@ -170,9 +179,20 @@ def records(items: Any, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
             valid = record(**values, limits=limits)
         except ValidationError as exc:
             raise ValidationError(f"{where}.{exc.field}", exc.reason) from None
-        # A valid Record is kept as it came (no copy) unless validation normalized it.
-        checked.append(item if valid == item and type(item.expires_at) is int else valid)
+        checked.append(item if kept_as_given(item, valid) else valid)
     return checked
+
+
+def kept_as_given(item: Any, valid: Record) -> bool:
+    """Whether records() keeps ``item`` itself (no copy) for the valid Record ``valid``: a
+    Record of plain str and int fields, equal to it. Fields of subclasses are not kept:
+    their own methods (encode(), __int__, ...) would decide what an engine stores."""
+    return (
+        type(item) is Record
+        and all(type(value) is str for value in _record_values(item)[:-1])
+        and type(item.expires_at) is int
+        and valid == item
+    )
 
 
 def _plain_record(item: Any, field_bytes: int, body_bytes: int) -> Record | None:
@@ -248,15 +268,15 @@ def method(value: Any, *, scorer: object) -> str:
     A custom scorer ranks by its own rule, so it takes no method."""
     if value is None:
         return "index"
-    if not isinstance(value, str) or value not in RETRIEVE_METHODS:
-        raise ValidationError("method", f"must be 'index', 'scan' or None (the index); got {value!r}")
+    if not isinstance(value, str) or str.__str__(value) not in RETRIEVE_METHODS:
+        raise ValidationError("method", f"must be 'index', 'scan' or None (the index); got {shown(value)}")
     if scorer is not None:
         raise ValidationError(
             "method",
             "applies to the default token scorer only; pass method or scorer, not both "
             f"(got method={value!r} with a {type(scorer).__name__})",
         )
-    return value
+    return str.__str__(value)
 
 
 def record_key(*, tenant: Any, record_id: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[str, str]:

@@ -94,6 +94,12 @@ def checked_name(path: object, *, field: str = "path", allow_memory: bool = True
     if not isinstance(path, (str, bytes, os.PathLike)):
         raise ValidationError(field, f"must be a file path{memory_hint}, got {type(path).__name__}")
     shown = os.fsdecode(path)
+    try:
+        os.fsencode(shown)
+    except UnicodeEncodeError as exc:  # a lone surrogate that is not an undecodable byte's escape
+        raise ValidationError(
+            field, f"is not a name the file system can hold (lone surrogate at index {exc.start})"
+        ) from None
     if "\x00" in shown:
         # C would silently open the path cut at the NUL; refuse it instead.
         raise ValidationError(field, "must not contain NUL characters")

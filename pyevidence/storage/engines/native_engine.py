@@ -35,7 +35,7 @@ _INTEGER, _FLOAT, _TEXT, _BLOB, _NULL = 1, 2, 3, 4, 5
 
 
 def _utf8(text: str) -> bytes:
-    return text.encode("utf-8")
+    return str.encode(text, "utf-8")  # str's own: not a subclass's encode()
 
 
 class NativeEngine:
