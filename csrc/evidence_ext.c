@@ -2,7 +2,7 @@
 ** evidence_ext.c: the entry point of the pyevidence SQLite extension.
 **
 **   sqlite> .load ./evidence
-**   sqlite> SELECT evidence_version();                   -- 0.3.0
+**   sqlite> SELECT evidence_version();                   -- 0.4.0.dev0
 **   sqlite> SELECT record_id, source, token_overlap('queue lag', body) AS score
 **      ...>   FROM evidence_eligible('team-a', 'v1', 100)
 **      ...>  WHERE score > 0 ORDER BY score DESC, record_id LIMIT 5;

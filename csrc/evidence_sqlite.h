@@ -15,7 +15,7 @@
 SQLITE_EXTENSION_INIT3
 #endif
 
-#define EVIDENCE_VERSION "0.3.0"
+#define EVIDENCE_VERSION "0.4.0.dev0"
 
 /* What evidence_eligible tells the program that registered it, per connection. */
 typedef struct EvidenceScanStats {

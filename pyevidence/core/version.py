@@ -4,4 +4,4 @@ pyproject.toml and csrc/evidence_sqlite.h (evidence_version()) carry the same nu
 check that all three agree.
 """
 
-__version__ = "0.3.0"
+__version__ = "0.4.0.dev0"
