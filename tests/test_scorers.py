@@ -68,6 +68,32 @@ def test_non_finite_or_non_numeric_scores_are_errors(store: EvidenceStore, bad: 
         store.retrieve(tenant="team-a", revision="v1", query="q", now=0, scorer=Bad())
 
 
+class HugeRepr(int):
+    """An int whose repr fails, as an int of over 4,300 digits does."""
+
+    def __repr__(self) -> str:
+        raise ValueError("Exceeds the limit (4300 digits) for integer string conversion")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [Fraction(10**400, 3), -Fraction(10**400), 10**400, HugeRepr(10**400)],
+    ids=["fraction", "negative fraction", "int", "int whose repr fails"],
+)
+def test_scores_beyond_floats_range_are_scorer_errors(store: EvidenceStore, bad: Any) -> None:
+    """A real number that cannot become a finite float is the scorer's bug, reported as
+    ScorerError naming the record, never a raw OverflowError."""
+    store.put(**record())
+
+    class Huge:
+        def score(self, query: str, body: str) -> Any:
+            return bad
+
+    with pytest.raises(ScorerError, match=r"for record 'r1', which does not fit in a float") as caught:
+        store.retrieve(tenant="team-a", revision="v1", query="q", now=0, scorer=Huge())
+    assert len(str(caught.value)) < 300  # the reason shows the score cut short, not 400 digits
+
+
 def test_other_real_numbers_are_accepted_as_plain_numbers(store: EvidenceStore) -> None:
     store.put(**record())
 

@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 from ..core import tokens
 from ..core.errors import ScorerError
 from ..core.records import Candidate, Hit, Retrieval, version_id
+from ..core.strict_json import shown
 
 
 @runtime_checkable
@@ -53,18 +54,36 @@ class TokenScorer:
 
 
 def _checked(score: object, record_id: str) -> int | float:
-    """A plain int or a finite float; anything else is the scorer's bug, reported."""
+    """A plain int or a finite float; anything else is the scorer's bug, reported.
+
+    A score must also fit in a float, as every ranking compares scores as numbers:
+    an int or a fraction beyond float's range (``10**400``, ``Fraction(10**400, 3)``)
+    is refused, as NaN and the infinities are."""
     if isinstance(score, bool) or not isinstance(score, numbers.Real):
         raise ScorerError(
             f"scorer returned {type(score).__name__} for record {record_id!r}; "
             "a score must be a real number (int or float)"
         )
-    if isinstance(score, numbers.Integral):
-        return int(score)
-    value = float(score)
+    try:
+        value = float(score)
+        exact = int(score) if isinstance(score, numbers.Integral) else value
+    except (ArithmeticError, ValueError, TypeError) as exc:  # OverflowError: beyond float's range
+        raise ScorerError(
+            f"scorer returned {_shown_score(score)} for record {record_id!r}, which does not fit in a "
+            f"float ({type(exc).__name__}: {shown(exc, str)}); scores must be finite"
+        ) from None
     if not math.isfinite(value):
         raise ScorerError(f"scorer returned {value!r} for record {record_id!r}; scores must be finite")
-    return value
+    return exact
+
+
+def _shown_score(score: object) -> str:
+    """The score as a reason shows it: its repr cut short, or its type if even that fails
+    (the repr of an int over 4,300 digits raises ValueError)."""
+    try:
+        return shown(score)
+    except Exception:  # a repr that fails must not hide the scorer's error
+        return f"a {type(score).__name__}"
 
 
 def rank(query: str, candidates: Iterable[Candidate], scorer: Scorer, limit: int) -> tuple[Hit, ...]:
