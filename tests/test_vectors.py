@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import struct
 import sys
+import tempfile
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -239,6 +240,78 @@ def test_hybrid_is_reciprocal_rank_fusion(engine: str, tmp_path: Path) -> None:
     ]
     assert result.ranked_by == "hybrid:token_overlap+vector:t" and result.eligible_count == 4
     assert [h.record_id for h in vector_only] == ["both", "meaning"]
+
+
+def test_hybrid_gives_equal_scores_equal_ranks_whatever_the_ids(engine: str, tmp_path: Path) -> None:
+    """Records equal on one ranking share its rank (1, 1, 3): the other ranking orders
+    them, and the record id only breaks ties of the fused score. Here the lower id is
+    the worse one each time, so ranks handed out in id order would put it first."""
+    embedder = Embedder("t", lambda text: [1.0, 0.0])
+    with open_file(engine, tmp_path, embedder=embedder) as store:
+        # Equal lexically ("queue lag" both); "b" is nearer by vector.
+        store.put(**record(record_id="a", body="queue lag"), embedding=[1.0, 0.9])
+        store.put(**record(record_id="b", body="queue lag"), embedding=[1.0, 0.1])
+        # Equal by vector (the same vector); "d" shares more words with the query.
+        store.put(**record(record_id="c", body="lag"), embedding=[-1.0, 0.5])
+        store.put(**record(record_id="d", body="queue lag now"), embedding=[-1.0, 0.5])
+        # Tied on both: equal fused scores, ordered by id.
+        store.put(**record(record_id="e", body="queue"), embedding=[-1.0, 0.4])
+        store.put(**record(record_id="f", body="queue"), embedding=[-1.0, 0.4])
+        result = store.retrieve(
+            query="queue lag", limit=10, scorer=HybridScorer(embedder, min_similarity=-1.0), **SCOPE
+        )  # type: ignore[arg-type]
+    # Lexical ranks: a, b, d 1 (two shared tokens); c, e, f 4. Vector ranks: b 1, a 2, c and d 3, e and f 5.
+    assert [(h.record_id, h.score) for h in result] == [
+        ("b", 1 / 61 + 1 / 61),
+        ("a", 1 / 61 + 1 / 62),
+        ("d", 1 / 61 + 1 / 63),
+        ("c", 1 / 64 + 1 / 63),
+        ("e", 1 / 64 + 1 / 65),
+        ("f", 1 / 64 + 1 / 65),
+    ]
+
+
+HYBRID_BODIES = st.sampled_from(["queue lag", "queue", "lag", "backlog", "queue lag backlog"])
+HYBRID_VECTORS = st.sampled_from([[1.0, 0.0], [1.0, 0.5], [0.0, 1.0], [-1.0, 0.2], [0.3, 0.3]])
+
+
+@pytest.mark.skipif(not native_available(), reason="native engine not built in this installation")
+@given(
+    records=st.lists(st.tuples(HYBRID_BODIES, HYBRID_VECTORS | st.none()), min_size=1, max_size=8),
+    renaming=st.permutations(range(8)),
+)
+def test_renaming_records_never_changes_their_hybrid_scores(
+    records: list[tuple[str, list[float] | None]], renaming: list[int]
+) -> None:
+    """The fused score of a record depends on its text and its vector, never on its id:
+    giving the records other ids (the same bodies and vectors, so the same order relations
+    between their scores) gives every record the same score, on both engines, and equal
+    fused scores are ordered by the new ids. Some records have no vector."""
+    embedder = Embedder("h", lambda text: [1.0, 0.25])
+    scorer = HybridScorer(embedder, min_similarity=-1.0)
+
+    def scores(ids: list[str], engine: str) -> dict[str, float]:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "ev.db"
+            with EvidenceStore(path, engine=engine, embedder=embedder) as store:
+                for record_id, (body, vector) in zip(ids, records, strict=False):
+                    if vector is not None:
+                        store.put(**record(record_id=record_id, body=body), embedding=vector)
+            with EvidenceStore(path, engine=engine) as store:  # no embedder: these get no vector
+                for record_id, (body, vector) in zip(ids, records, strict=False):
+                    if vector is None:
+                        store.put(**record(record_id=record_id, body=body))
+                result = store.retrieve(query="queue lag", limit=10, scorer=scorer, **SCOPE)  # type: ignore[arg-type]
+        got = [(h.record_id, h.score) for h in result]
+        assert got == sorted(got, key=lambda pair: (-pair[1], pair[0]))
+        return dict(got)
+
+    original = [f"r{i}" for i in range(len(records))]
+    renamed = [f"r{renaming[i]}" for i in range(len(records))]
+    for engine in ("python", "native"):
+        before = scores(original, engine)
+        after = scores(renamed, engine)
+        assert {renamed[original.index(i)]: score for i, score in before.items()} == after, engine
 
 
 def test_native_vector_ranking_needs_sqlite_vec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

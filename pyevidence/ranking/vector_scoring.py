@@ -45,15 +45,34 @@ def _similarity_floor(value: object) -> float:
     return float(value)
 
 
-def vector_order(rows: Sequence[Scored], min_similarity: float) -> list[tuple[float, Candidate]]:
-    """(similarity, candidate) of the rows that rank, best first: the rule in Python."""
+def _vector_ranked(rows: Sequence[Scored], min_similarity: float) -> list[Scored]:
+    """The rows that rank, best first (distance ascending, ties by record id)."""
     # A distance below -1 (similarity above 2) is impossible for real vectors: only a
     # degenerate vector written by raw SQL (a float32 norm that underflows) gives one.
     ranked = [
         r for r in rows if r.distance is not None and 1.0 - r.distance > min_similarity and r.distance >= -1.0
     ]
     ranked.sort(key=lambda r: (r.distance, r.candidate.record_id))
-    return [(1.0 - r.distance, r.candidate) for r in ranked]  # type: ignore[operator]
+    return ranked
+
+
+def vector_order(rows: Sequence[Scored], min_similarity: float) -> list[tuple[float, Candidate]]:
+    """(similarity, candidate) of the rows that rank, best first: the rule in Python."""
+    return [(1.0 - r.distance, r.candidate) for r in _vector_ranked(rows, min_similarity)]  # type: ignore[operator]
+
+
+def competition_ranks(ranking: Sequence[tuple[object, str]]) -> dict[str, int]:
+    """{record id: rank} of a ranking given best first as (key, record id) pairs, ranks
+    counted from 1 in standard competition ranking (1, 1, 3): records whose keys are
+    equal share the best rank among them, so the record id, which only orders equal
+    keys, never changes a rank."""
+    ranks: dict[str, int] = {}
+    rank, previous_key = 0, None
+    for position, (key, record_id) in enumerate(ranking, start=1):
+        if position == 1 or key != previous_key:
+            rank, previous_key = position, key
+        ranks[record_id] = rank
+    return ranks
 
 
 class VectorScorer:
@@ -97,6 +116,8 @@ class HybridScorer:
 
     A record's fused score is the sum over the two rankings it appears in of
     weight / (60 + rank), ranks counted from 1; highest first, ties by record id.
+    Records equal in one ranking share its rank (competition_ranks: 1, 1, 3), so the
+    record id only breaks ties of the fused score, never changes one.
     It needs no score calibration between the two, and it is deterministic: ranks
     are integers, so the same rankings give the same fused scores on every engine.
     """
@@ -132,15 +153,14 @@ class HybridScorer:
         tokens = TokenScorer()
         lexical = [(tokens.score(query, r.candidate.body), r.candidate) for r in rows]
         lexical_ranked = order([(s, c) for s, c in lexical if s > 0], len(rows))
-        vector_ranked = vector_order(rows, self.vectors.min_similarity)
+        vector_ranked = _vector_ranked(rows, self.vectors.min_similarity)
         fused: dict[str, float] = {}
         by_id: dict[str, Candidate] = {r.candidate.record_id: r.candidate for r in rows}
-        for weight, ranking in (
-            (self.lexical_weight, [h.record_id for h in lexical_ranked]),
-            (self.vector_weight, [c.record_id for _, c in vector_ranked]),
-        ):
-            for position, record_id in enumerate(ranking, start=1):
-                fused[record_id] = fused.get(record_id, 0.0) + weight / (RRF_K + position)
+        lexical_ranks = competition_ranks([(h.score, h.record_id) for h in lexical_ranked])
+        vector_ranks = competition_ranks([(r.distance, r.candidate.record_id) for r in vector_ranked])
+        for weight, ranks in ((self.lexical_weight, lexical_ranks), (self.vector_weight, vector_ranks)):
+            for record_id, rank in ranks.items():
+                fused[record_id] = fused.get(record_id, 0.0) + weight / (RRF_K + rank)
         scored = [(score, by_id[rid]) for rid, score in fused.items() if score > 0]
         unranked = sum(1 for r in rows if not r.has_vector)
         hits: tuple[Hit, ...] = order(scored, limit)
