@@ -523,6 +523,7 @@ def test_the_python_engine_computes_distances_outside_the_store_lock(
         (lambda: HybridScorer(TOY, lexical_weight=-1.0), "lexical_weight"),
         (lambda: HybridScorer(TOY, vector_weight=math.inf), "vector_weight"),
         (lambda: HybridScorer(TOY, vector_weight=True), "vector_weight"),
+        (lambda: HybridScorer(TOY, lexical_weight=0, vector_weight=0.0), "vector_weight"),
         (lambda: EvidenceStore(":memory:", embedder=hashed), "embedder"),  # type: ignore[arg-type]
     ],
 )
@@ -530,3 +531,16 @@ def test_bad_vector_configuration_is_refused(make: Any, field: str) -> None:
     with pytest.raises(ValidationError) as caught:
         make()
     assert caught.value.field == field
+
+
+def test_a_hybrid_scorer_with_both_weights_zero_is_refused() -> None:
+    """Both weights 0 would rank nothing, ever: every retrieve would look like "no evidence
+    found". It is refused when the scorer is made, naming both weights."""
+    with pytest.raises(ValidationError) as caught:
+        HybridScorer(TOY, lexical_weight=0.0, vector_weight=0)
+    assert str(caught.value) == (
+        "vector_weight: lexical_weight and vector_weight are both 0: at least one must be > 0, "
+        "or no record could ever be ranked"
+    )
+    HybridScorer(TOY, lexical_weight=0.0)  # one of them 0 is fine
+    HybridScorer(TOY, vector_weight=0.0)

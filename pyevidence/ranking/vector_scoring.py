@@ -135,6 +135,12 @@ class HybridScorer:
             number = isinstance(weight, (int, float)) and not isinstance(weight, bool)
             if not number or not math.isfinite(weight) or weight < 0:
                 raise ValidationError(field, f"must be a finite number >= 0, got {weight!r}")
+        if lexical_weight == 0 and vector_weight == 0:  # no record could ever score above 0
+            raise ValidationError(
+                "vector_weight",
+                "lexical_weight and vector_weight are both 0: at least one must be > 0, "
+                "or no record could ever be ranked",
+            )
         self.lexical_weight = float(lexical_weight)
         self.vector_weight = float(vector_weight)
         self.name = f"hybrid:token_overlap+vector:{embedder.model}"
