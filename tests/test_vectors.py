@@ -181,6 +181,32 @@ def test_vector_ranking_orders_by_similarity_and_counts_the_unranked(engine: str
     assert result.hits[2].score == pytest.approx(2 / math.sqrt(5), abs=1e-6)
 
 
+def test_hybrid_counts_as_unranked_only_what_neither_ranking_could_place(engine: str, tmp_path: Path) -> None:
+    """unranked_count is the eligible records the scorer could not rank. A record without a
+    vector that shares words with the query is ranked lexically: a hit, not unranked."""
+    embedder = Embedder("t", lambda text: [1.0, 0.0])
+    with open_file(engine, tmp_path, embedder=embedder) as store:
+        store.put(**record(record_id="with-vector", body="rotate logs"), embedding=[1.0, 0.5])
+    with EvidenceStore(tmp_path / "ev.db", engine=engine) as plain:  # no embedder: no vectors
+        plain.put(**record(record_id="words-no-vector", body="queue lag runbook"))
+        plain.put(**record(record_id="nothing-no-vector", body="rotate logs"))
+        results = {
+            (lexical, vector): plain.retrieve(
+                query="queue lag",
+                scorer=HybridScorer(embedder, lexical_weight=lexical, vector_weight=vector),
+                **SCOPE,  # type: ignore[arg-type]
+            )
+            for lexical, vector in ((1.0, 1.0), (0.0, 1.0), (1.0, 0.0))
+        }
+    both = results[(1.0, 1.0)]
+    assert [h.record_id for h in both] == ["with-vector", "words-no-vector"]  # 1/61 each: by id
+    assert (both.eligible_count, both.unranked_count) == (3, 1)  # nothing-no-vector only
+    vector_only = results[(0.0, 1.0)]  # as VectorScorer: every record without a vector
+    assert ([h.record_id for h in vector_only], vector_only.unranked_count) == (["with-vector"], 2)
+    lexical_only = results[(1.0, 0.0)]  # vectors play no part: none wants for one
+    assert ([h.record_id for h in lexical_only], lexical_only.unranked_count) == (["words-no-vector"], 0)
+
+
 def test_min_similarity_is_a_strict_floor(engine: str, tmp_path: Path) -> None:
     embedder = Embedder("t", lambda text: [1.0, 1.0])
     with open_file(engine, tmp_path, embedder=embedder) as store:

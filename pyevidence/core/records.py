@@ -310,7 +310,8 @@ class Retrieval(Sequence[Hit]):
     records were *not ranked*, which is not "no evidence"). ``ranked_by`` names the
     scorer that ranked the hits, ``reason`` says why a scorer failed (else None).
     ``unranked_count`` counts eligible records the scorer could not rank (for a
-    VectorScorer: no stored vector of its model). ``cost`` is what a remote scorer
+    VectorScorer: no stored vector of its model; for a HybridScorer: no such vector
+    and no token shared with the query either). ``cost`` is what a remote scorer
     spent on this call (else None).
     """
 

@@ -120,6 +120,10 @@ class HybridScorer:
     record id only breaks ties of the fused score, never changes one.
     It needs no score calibration between the two, and it is deterministic: ranks
     are integers, so the same rankings give the same fused scores on every engine.
+
+    Retrieval.unranked_count counts the eligible records it could not rank for want
+    of a vector of its model: those without one that the lexical ranking does not
+    place either (with lexical_weight 0, all without one; with vector_weight 0, none).
     """
 
     def __init__(
@@ -168,7 +172,15 @@ class HybridScorer:
             for record_id, rank in ranks.items():
                 fused[record_id] = fused.get(record_id, 0.0) + weight / (RRF_K + rank)
         scored = [(score, by_id[rid]) for rid, score in fused.items() if score > 0]
-        unranked = sum(1 for r in rows if not r.has_vector)
+        # Unranked: the records it could not rank for want of a vector of its model, those
+        # without one that the lexical ranking does not place either. None when the vector
+        # ranking has no weight: a vector would not have ranked them.
+        lexical_places = lexical_ranks if self.lexical_weight > 0 else {}
+        unranked = (
+            sum(1 for r in rows if not r.has_vector and r.candidate.record_id not in lexical_places)
+            if self.vector_weight > 0
+            else 0
+        )
         hits: tuple[Hit, ...] = order(scored, limit)
         return Retrieval(hits=hits, eligible_count=len(rows), ranked_by=self.name, unranked_count=unranked)
 
