@@ -329,6 +329,18 @@ def length_and_chunked(conn: Connection) -> None:
     conn.send(head("200 OK", f"Content-Length: {len(body)}", "Transfer-Encoding: chunked") + chunked)
 
 
+def chunked_as(*codings: str) -> Behaviour:
+    """A correctly chunked body sent with these Transfer-Encoding headers (one each)."""
+
+    def behaviour(conn: Connection) -> None:
+        request = conn.read_request()
+        body = scores_for(request)
+        chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+        conn.send(head("200 OK", *(f"Transfer-Encoding: {coding}" for coding in codings)) + chunked)
+
+    return behaviour
+
+
 def close_without_reply(conn: Connection) -> None:
     conn.read_request()
 

@@ -139,6 +139,18 @@ INVALID_REPLIES = {
     "a boolean score": (_replace_first_score("true"), "must be a real number"),
     "a null score": (_replace_first_score("null"), "must be a real number"),
     "no score": (_bad(b'{"scores": [{"id": "r0"}, {"id": "r1"}, {"id": "r2"}]}'), '{"id": <string>'),
+    "an extra top-level key": (
+        lambda doc: (200, _scores({"r0": 1, "r1": 1, "r2": 1})[:-1] + b', "model": "m"}', 0.0),
+        "the reply has the unexpected key 'model': it must be {\"scores\": [...]} exactly",
+    ),
+    "an extra key in a score": (
+        lambda doc: (
+            200,
+            _scores({"r0": 1, "r1": 1, "r2": 1}).replace(b'"score": 1}', b'"score": 1, "why": "x"}', 1),
+            0.0,
+        ),
+        'a score has the unexpected key \'why\': each must be {"id": <string>, "score": <number>} exactly',
+    ),
     "HTTP 500": (_bad(b"{}", status=500), "HTTP 500"),
     "HTTP 400": (_bad(b"{}", status=400), "HTTP 400"),
     "a redirect": (_bad(b"{}", status=301), "HTTP 301"),

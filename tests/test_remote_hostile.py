@@ -24,6 +24,7 @@ from hostile_service import (
     Behaviour,
     Connection,
     HostileService,
+    chunked_as,
     close_without_reply,
     content_length,
     content_length_beyond_body,
@@ -269,6 +270,19 @@ FRAMING = {
     "a negative Content-Length": (content_length("-1"), "Content-Length is not valid: '-1'"),
     "two different Content-Lengths": (content_length("9", "10"), "Content-Length is not valid: '9, 10'"),
     "Content-Length and chunked both": (length_and_chunked, "both Content-Length and Transfer-Encoding"),
+    "a transfer coding before chunked": (
+        chunked_as("gzip, chunked"),
+        "the reply uses the transfer coding 'gzip', which is not supported",
+    ),
+    "a transfer coding alone": (chunked_as("identity"), "the transfer coding 'identity'"),
+    "chunked twice in one header": (
+        chunked_as("chunked, chunked"),
+        "the reply's Transfer-Encoding is not valid: 'chunked, chunked'",
+    ),
+    "chunked in two headers": (
+        chunked_as("chunked", "chunked"),
+        "the reply's Transfer-Encoding is not valid: 'chunked, chunked'",
+    ),
     "a status line that is not HTTP": (raw(b"HELLO THERE\r\n\r\n"), "not valid HTTP"),
     "a status code out of range": (raw(b"HTTP/1.1 20 OK\r\n\r\n"), "not valid HTTP"),
     "a chunk size that is not hex": (
@@ -379,11 +393,12 @@ def test_a_malformed_reply_is_unavailable_with_its_reason(
 
 
 ACCEPTED = {
-    "64 levels in all": scores_then(b'"extra": ' + nested(63)),
-    "brackets and number characters inside strings": scores_then(
-        b'"note": "' + b"[{" * 100 + b"1e5" * 200 + b'"'
+    "a score of 100 characters": lambda r: scores_for(r).replace(
+        b'"score": 1', b'"score": 0.' + b"5" * 98, 1
     ),
-    "a number of 100 characters": scores_then(b'"n": 0.' + b"5" * 98),
+    "the contract laid out with whitespace": lambda r: json.dumps(
+        json.loads(scores_for(r)), indent="\t"
+    ).encode(),
 }
 
 
@@ -395,6 +410,35 @@ def test_what_is_within_the_limits_is_accepted(
     service = serve(replying(ACCEPTED[case]))
     result, _ = timed_retrieve(store, RemoteScorer(service.url))
     assert result.status == "ok" and len(result) == 3
+
+
+def test_a_chunked_reply_is_accepted_whatever_the_case_of_chunked(
+    store: EvidenceStore, serve: Callable[..., HostileService]
+) -> None:
+    put_scope(store)
+    service = serve(chunked_as("Chunked"))
+    result, _ = timed_retrieve(store, RemoteScorer(service.url))
+    assert result.status == "ok" and len(result) == 3
+
+
+# JSON within the parser's limits that only an extra key keeps from being the contract:
+# the parser reads it (no depth or length refusal), then the contract refuses the key.
+WITHIN_THE_PARSER_LIMITS = {
+    "64 levels in all": scores_then(b'"extra": ' + nested(63)),
+    "brackets and number characters inside strings": scores_then(
+        b'"extra": "' + b"[{" * 100 + b"1e5" * 200 + b'"'
+    ),
+    "a number of 100 characters": scores_then(b'"extra": 0.' + b"5" * 98),
+}
+
+
+@pytest.mark.parametrize("case", list(WITHIN_THE_PARSER_LIMITS))
+def test_json_within_the_limits_is_read_then_held_to_the_contract(
+    store: EvidenceStore, serve: Callable[..., HostileService], case: str
+) -> None:
+    put_scope(store)
+    service = serve(replying(WITHIN_THE_PARSER_LIMITS[case]))
+    assert_failed_within(store, service, "the reply has the unexpected key 'extra'")
 
 
 # --- whatever the bytes, retrieve() returns the documented outcome ----------------------
@@ -485,7 +529,9 @@ def test_any_json_reply_gives_the_documented_outcome(
     body = json.dumps(document).encode()  # NaN and Infinity included: JSON does not allow them
     http = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
     result = _retrieve_reply(engine, scripted, http)
-    if result.status == "ok":
+    if result.status == "ok":  # only the contract, exactly: no other key anywhere
+        assert list(document) == ["scores"]
+        assert all(sorted(item) == ["id", "score"] for item in document["scores"])
         scores = {item["id"]: item["score"] for item in document["scores"]}
         assert sorted(scores) == sorted(ELIGIBLE) and {h.record_id: h.score for h in result} == scores
         assert [h.record_id for h in result] == sorted(scores, key=lambda i: (-scores[i], i))
