@@ -52,7 +52,7 @@ def _missing() -> str | None:
     try:
         import dqlitedbapi  # noqa: F401
     except ImportError:
-        return "dqlite-dbapi is not installed (pip install 'pyevidence[cluster]')"
+        return "dqlite-dbapi is not installed (in the pyevidence checkout: pip install '.[cluster]')"
     if _node_program() is None:
         return "build/evidence_node is not built (make node)"
     return None

@@ -452,8 +452,8 @@ def test_without_the_mcp_extra_the_command_says_how_to_get_it(tmp_path: Path) ->
     )
     assert (done.returncode, done.stdout) == (1, "")
     assert (
-        done.stderr
-        == "pyevidence: error: pyevidence mcp needs the MCP SDK 2.x: pip install 'pyevidence[mcp]'\n"
+        done.stderr == "pyevidence: error: pyevidence mcp needs the MCP SDK 2.x, the mcp extra: "
+        "in the pyevidence checkout, pip install '.[mcp]'\n"
     )
 
 

@@ -346,7 +346,7 @@ def test_native_vector_ranking_needs_sqlite_vec(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setitem(sys.modules, "sqlite_vec", None)  # as if it were not installed
     with EvidenceStore(":memory:", engine="native", embedder=TOY) as store:
         store.put(**record())
-        with pytest.raises(EngineUnavailableError, match=r"pip install 'pyevidence\[vectors\]'"):
+        with pytest.raises(EngineUnavailableError, match=r"pip install '\.\[vectors\]'"):
             store.retrieve(query="q", scorer=VectorScorer(TOY), **SCOPE)  # type: ignore[arg-type]
 
 

@@ -155,7 +155,7 @@ SEMANTIC_NOTE = (
 
 def run_semantic(engine: str = "auto") -> dict[str, Any]:
     """The same question answered by the lexical, the vector and the hybrid scorer.
-    Needs the embeddings extra (pip install 'pyevidence[embeddings]')."""
+    Needs the embeddings extra (in the pyevidence checkout: pip install '.[embeddings]')."""
     from ..ranking.embeddings import minilm
     from ..ranking.vector_scoring import HybridScorer, VectorScorer
 

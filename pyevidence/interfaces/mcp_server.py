@@ -129,7 +129,10 @@ def serve(binding: Binding) -> None:
         import mcp_types as types
         from mcp.server import Server
     except ImportError:
-        raise EvidenceError("pyevidence mcp needs the MCP SDK 2.x: pip install 'pyevidence[mcp]'") from None
+        raise EvidenceError(
+            "pyevidence mcp needs the MCP SDK 2.x, the mcp extra: in the pyevidence checkout, "
+            "pip install '.[mcp]'"
+        ) from None
     from importlib.metadata import version
 
     async def list_tools(

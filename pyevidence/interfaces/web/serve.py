@@ -107,7 +107,9 @@ def main(args: argparse.Namespace) -> None:
 
         from .app import LOOPBACK_NAMES, create_app
     except ImportError:
-        raise EvidenceError("pyevidence serve needs the web extra: pip install 'pyevidence[web]'") from None
+        raise EvidenceError(
+            "pyevidence serve needs the web extra: in the pyevidence checkout, pip install '.[web]'"
+        ) from None
 
     chosen_clock = clock.Clock(args.clock, args.now)
     host, port = check_host(args.host), check_port(args.port)

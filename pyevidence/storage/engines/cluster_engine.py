@@ -196,13 +196,14 @@ def _driver() -> Any:
         raise EngineUnavailableError(
             "the cluster engine needs Python 3.13 or later (its client, dqlite-dbapi, does); this is "
             f"Python {sys.version_info.major}.{sys.version_info.minor}: run it under Python >= 3.13 "
-            "with pip install 'pyevidence[cluster]'"
+            "with the cluster extra (in the pyevidence checkout: pip install '.[cluster]')"
         )
     try:
         import dqlitedbapi
     except ImportError:
         raise EngineUnavailableError(
-            "the cluster engine needs dqlite-dbapi, which is not installed: pip install 'pyevidence[cluster]'"
+            "the cluster engine needs dqlite-dbapi, which is not installed: in the pyevidence checkout, "
+            "pip install '.[cluster]'"
         ) from None
     return dqlitedbapi
 

@@ -254,7 +254,8 @@ class NativeEngine:
         except ImportError:
             raise EngineUnavailableError(
                 "vector ranking on the native engine runs sqlite-vec inside SQLite, and sqlite-vec is "
-                "not installed: pip install 'pyevidence[vectors]' (or open the store with engine='python')"
+                "not installed: in the pyevidence checkout, pip install '.[vectors]' (or open the store "
+                "with engine='python')"
             ) from None
         path = os.fsencode(sqlite_vec.loadable_path())
         self._check(
