@@ -18,7 +18,7 @@ from ...core.errors import EvidenceError, ValidationError
 from ...store import EvidenceStore
 from .. import clock, db_args, number_args
 
-DESCRIPTION = "serve a read-only web page over one tenant and revision of a store (pyevidence[web])"
+DESCRIPTION = "serve a read-only web page over one tenant and revision of a store (the web extra)"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 # A host name as the resolver takes one: dot-separated labels of letters, digits, "-" and "_"
 # (which /etc/hosts allows), each 1 to 63 characters, none starting or ending with "-".
