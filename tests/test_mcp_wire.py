@@ -48,25 +48,30 @@ def _line_within(stream: Any, seconds: float) -> bytes:
     return bytes(stream.readline())
 
 
-def _serve(tmp_path: Path) -> subprocess.Popen[bytes]:
-    """`pyevidence mcp` over a new store of one record of team-a, revision v1, on pipes."""
+def _server(tmp_path: Path) -> list[str]:
+    """The command of `pyevidence mcp` over a new store of one record of team-a, revision v1."""
     db = tmp_path / "e.db"
     with EvidenceStore(db, engine="python") as store:
         store.put(tenant="team-a", record_id="queue", revision="v1", kind="runbook", expires_at=FAR,
                   source="runbook://queue", body="queue lag: restart the consumer 🙂")  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "pyevidence",
+        "mcp",
+        "--db",
+        str(db),
+        "--tenant",
+        "team-a",
+        "--revision",
+        "v1",
+    ]
+
+
+def _serve(tmp_path: Path) -> subprocess.Popen[bytes]:
+    """`pyevidence mcp` over a new store of one record of team-a, revision v1, on pipes."""
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pyevidence",
-            "mcp",
-            "--db",
-            str(db),
-            "--tenant",
-            "team-a",
-            "--revision",
-            "v1",
-        ],
+        _server(tmp_path),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -78,8 +83,7 @@ def session(
     tmp_path: Path, lines: list[bytes], replies: int, handshake: bool = True
 ) -> tuple[dict[Any, dict[str, Any]], list[dict[str, Any]], str]:
     """Send ``lines`` after the handshake, read ``replies`` replies (the handshake's too), then
-    close stdin: the replies by id, those with no id, and stderr. Stdin stays open until the
-    replies are in: a call still running when the input ends is cancelled, as the client is gone."""
+    close stdin: the replies by id, those with no id, and stderr."""
     first = [json.dumps(INITIALIZE).encode(), json.dumps(INITIALIZED).encode()] if handshake else []
     server = _serve(tmp_path)
     assert server.stdin is not None and server.stdout is not None and server.stderr is not None
@@ -322,6 +326,63 @@ def test_a_request_is_passed_on_or_refused_with_its_own_id(
         else:
             assert outcome is not None
             assert getattr(outcome, "id", None) == (shown["id"] if has_id else None)
+
+
+def test_every_request_read_before_the_end_of_input_is_answered(tmp_path: Path) -> None:
+    """A client that pipes a batch of requests and closes stdin: the SDK cancelled the calls
+    still running when its input ended, and they got "Connection closed" or no reply at all."""
+    calls = [
+        ("retrieve_evidence", {"query": "queue lag"}),
+        ("retrieve_evidence", {"query": "nothing here"}),
+        ("record_history", {"record_id": "queue"}),
+        ("get_cited_version", {"record_id": "queue", "version": "1-" + "0" * 64}),  # unknown
+        ("retrieve_evidence", {"query": "queue", "tenant": "team-b"}),  # a tool error, answered too
+    ] * 4
+    lines = [json.dumps(INITIALIZE), json.dumps(INITIALIZED)]
+    for n, (name, arguments) in enumerate(calls):
+        params = {"name": name, "arguments": arguments}
+        lines.append(json.dumps({"jsonrpc": "2.0", "id": 100 + n, "method": "tools/call", "params": params}))
+    lines += [
+        '{"jsonrpc": "2.0", "id": "ping", "method": "ping"}',
+        '{"jsonrpc": "2.0", "id": "bad", "method": 1}',
+    ]
+    done = subprocess.run(
+        _server(tmp_path), input="\n".join(lines).encode() + b"\n", capture_output=True, timeout=120
+    )
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert (done.returncode, done.stderr.count(b"Traceback")) == (0, 0), done.stderr.decode()
+    assert sorted(map(str, (reply["id"] for reply in replies))) == sorted(
+        map(str, [1, *range(100, 100 + len(calls)), "ping", "bad"])
+    )
+    by_id = {reply["id"]: reply for reply in replies}
+    assert by_id["ping"]["result"] == {} and by_id["bad"]["error"]["code"] == INVALID_REQUEST
+    for n, (name, arguments) in enumerate(calls):
+        result = by_id[100 + n]["result"]  # never "Connection closed"
+        assert result["isError"] == ("tenant" in arguments), (name, result)
+        if name == "retrieve_evidence" and arguments["query"] == "queue lag":
+            assert result["structuredContent"]["hits"][0]["record_id"] == "queue"
+
+
+def test_a_reply_that_cannot_be_written_fails_the_server(tmp_path: Path) -> None:
+    """A client that stopped reading stdout: the requests it sent cannot all be answered, which
+    the exit status and one line on stderr say (it was a traceback)."""
+    server = subprocess.Popen(
+        _server(tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+    server.stdout.close()  # before the first reply
+    try:
+        lines = [json.dumps(INITIALIZE), json.dumps(INITIALIZED), retrieve(2, "queue")]
+        server.stdin.write("\n".join(lines).encode() + b"\n")
+        server.stdin.close()
+        assert server.wait(timeout=60) == 1
+        stderr = server.stderr.read().decode()
+    finally:
+        server.kill()
+    assert stderr == (
+        "pyevidence: error: could not write a reply to standard output ([Errno 32] Broken pipe): the "
+        "client stopped reading, and the requests not answered by then are lost\n"
+    )
 
 
 def test_ctrl_c_ends_the_server_while_it_waits_for_input(tmp_path: Path) -> None:

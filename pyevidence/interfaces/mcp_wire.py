@@ -11,6 +11,10 @@ without a reply, and the client waits for ever. pyevidence reads stdin itself in
   when the line shows one, so the client's call ends;
 - a notification that is not valid gets no reply (JSON-RPC forbids one): it is logged.
 
+When stdin ends, every request read before its end is answered before the session closes:
+the SDK cancels the calls still running when its input ends (a batch piped in got "Connection
+closed", or no reply at all), so the server sees the end only once those calls are answered.
+
 JSON is read by strict_json, the parser for every JSON text pyevidence does not trust.
 """
 
@@ -23,9 +27,10 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from ..core import strict_json
+from ..core.errors import EvidenceError
 
 if TYPE_CHECKING:
     import mcp_types
@@ -165,7 +170,7 @@ def _is_unicode(text: str) -> bool:
     return True
 
 
-def _is_id(value: object) -> bool:
+def _is_id(value: object) -> TypeGuard[int | str]:
     return isinstance(value, (int, str)) and not isinstance(value, bool)
 
 
@@ -197,14 +202,58 @@ class _Sends(Protocol):
     async def send(self, item: SessionMessage, /) -> None: ...
 
 
+class _Unanswered:
+    """The requests passed on to the server and not answered yet, counted by id as the SDK
+    correlates them ("7" and 7 are one id). A request its client cancels leaves the count:
+    the SDK answers none (MCP forbids it)."""
+
+    def __init__(self) -> None:
+        self._open: dict[int | str, int] = {}
+        self._emptied: Any = None  # the anyio.Event wait_until_none waits on
+
+    def add(self, request_id: int | str) -> None:
+        key = _correlated(request_id)
+        self._open[key] = self._open.get(key, 0) + 1
+
+    def answered(self, request_id: int | str) -> None:
+        key = _correlated(request_id)
+        if self._open.get(key, 0) > 1:
+            self._open[key] -= 1
+        else:
+            self._forget(key)
+
+    def cancelled(self, request_id: int | str) -> None:
+        self._forget(_correlated(request_id))
+
+    def _forget(self, key: int | str) -> None:
+        self._open.pop(key, None)
+        if not self._open and self._emptied is not None:
+            self._emptied.set()
+
+    async def wait_until_none(self) -> None:
+        import anyio
+
+        while self._open:
+            self._emptied = anyio.Event()
+            await self._emptied.wait()
+
+
+def _correlated(request_id: int | str) -> int | str:
+    from mcp.shared.dispatcher import coerce_request_id
+
+    return coerce_request_id(request_id)
+
+
 class _WritableReplies:
     """The server's write stream, with every reply checked before the SDK's writer takes it:
     a reply that would echo a lone surrogate (an unknown method's name, say) cannot be written
     as JSON, and the writer's failure would end the session. Such a reply becomes an error
-    that says so, to the same request."""
+    that says so, to the same request. Each reply the server sends is counted off
+    ``unanswered``."""
 
-    def __init__(self, inner: _Sends) -> None:
+    def __init__(self, inner: _Sends, unanswered: _Unanswered) -> None:
         self._inner = inner
+        self._unanswered = unanswered
 
     def __getattr__(self, name: str) -> Any:  # close, aclose, clone...: the stream's own
         return getattr(self._inner, name)
@@ -217,6 +266,18 @@ class _WritableReplies:
         return await self._inner.__aexit__(*exc)  # type: ignore[attr-defined]
 
     async def send(self, item: SessionMessage, /) -> None:
+        """Send the server's message; a reply counts its request answered."""
+        import mcp_types
+
+        request_id = getattr(item.message, "id", None)
+        await self.send_uncounted(item)
+        if isinstance(item.message, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)) and _is_id(
+            request_id
+        ):
+            self._unanswered.answered(request_id)
+
+    async def send_uncounted(self, item: SessionMessage) -> None:
+        """Send a message, checked, counting nothing: the reply to a line the server never saw."""
         import mcp_types
         import pydantic_core
         from mcp.shared.message import SessionMessage
@@ -247,16 +308,23 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     from mcp.shared.message import SessionMessage
 
     send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    unanswered = _Unanswered()
     # The SDK still owns stdout (one writer, so replies never interleave); its stdin is
     # given an empty file, and the real one is read below.
-    async with stdio_server(stdin=anyio.wrap_file(io.StringIO())) as (_, write_stream):
-        replies = _WritableReplies(write_stream)
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_relay, sys.stdin.fileno(), send, replies)
-            try:
-                yield receive, replies
-            finally:
-                tasks.cancel_scope.cancel()
+    try:
+        async with stdio_server(stdin=anyio.wrap_file(io.StringIO())) as (_, write_stream):
+            replies = _WritableReplies(write_stream, unanswered)
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(_relay, sys.stdin.fileno(), send, replies, unanswered)
+                try:
+                    yield receive, replies
+                finally:
+                    tasks.cancel_scope.cancel()
+    except* OSError as failed:  # the SDK's stdout writer: the client stopped reading
+        raise EvidenceError(
+            f"could not write a reply to standard output ({failed.exceptions[0]}): the client stopped "
+            "reading, and the requests not answered by then are lost"
+        ) from None
 
 
 def _read_lines(fd: int, lines: Any, token: Any) -> None:
@@ -302,8 +370,10 @@ class _Lifecycle:
         return message
 
 
-async def _relay(stdin: int, messages: Any, replies: _Sends) -> None:
-    """Read stdin to its end: each message to ``messages``, each refusal's reply to ``replies``."""
+async def _relay(stdin: int, messages: Any, replies: _WritableReplies, unanswered: _Unanswered) -> None:
+    """Read stdin to its end: each message to ``messages``, each refusal's reply to ``replies``.
+    At the end, wait until every request passed on is answered (or cancelled by the client),
+    then close ``messages``: the SDK cancels the calls still running when its input ends."""
     import threading
 
     import anyio
@@ -323,10 +393,20 @@ async def _relay(stdin: int, messages: Any, replies: _Sends) -> None:
             if not isinstance(outcome, Refusal):
                 outcome = lifecycle.admit(outcome)
             if not isinstance(outcome, Refusal):
+                if isinstance(outcome, mcp_types.JSONRPCRequest):
+                    unanswered.add(outcome.id)
+                elif (
+                    isinstance(outcome, mcp_types.JSONRPCNotification)
+                    and outcome.method == "notifications/cancelled"
+                ):
+                    cancelled = (outcome.params or {}).get("requestId")
+                    if _is_id(cancelled):
+                        unanswered.cancelled(cancelled)
                 await messages.send(SessionMessage(outcome))
                 continue
             print(f"pyevidence mcp: refused: {outcome.message}", file=sys.stderr, flush=True)
             if outcome.reply:
                 error = mcp_types.ErrorData(code=outcome.code, message=outcome.message)
                 reply = mcp_types.JSONRPCError(jsonrpc="2.0", id=outcome.request_id, error=error)
-                await replies.send(SessionMessage(reply))
+                await replies.send_uncounted(SessionMessage(reply))
+        await unanswered.wait_until_none()
