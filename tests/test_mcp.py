@@ -11,6 +11,7 @@ import io
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -407,9 +408,10 @@ def test_the_server_survives_a_cancelled_call_and_a_client_gone_mid_call(tmp_pat
 
 
 def test_the_server_process_exits_cleanly_when_stdin_closes_mid_call(tmp_path: Path) -> None:
-    """The same leave-mid-call, watched from outside: the process ends on its own, exit status 0."""
+    """The same leave-mid-call, watched from outside: the call still running is answered, then
+    the process ends on its own, exit status 0."""
     db = tmp_path / "e.db"
-    query = slow_store(db)
+    busy = slow_store(db)
     args = ["--db", str(db), "--engine", "python", "--tenant", "team-a", "--revision", "v1"]
     server = subprocess.Popen(
         [sys.executable, "-m", "pyevidence", "mcp", *args],
@@ -422,7 +424,7 @@ def test_the_server_process_exits_cleanly_when_stdin_closes_mid_call(tmp_path: P
          "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-         "params": {"name": "retrieve_evidence", "arguments": {"query": query}}},
+         "params": {"name": "record_history", "arguments": {"record_id": busy}}},
     ]  # fmt: skip
     assert server.stdin is not None and server.stdout is not None
     server.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
@@ -430,12 +432,18 @@ def test_the_server_process_exits_cleanly_when_stdin_closes_mid_call(tmp_path: P
     assert json.loads(server.stdout.readline())["id"] == 1  # initialized: the call is under way
     time.sleep(0.2)
     server.stdin.close()
+    stop = threading.Timer(60, server.kill)  # a bound on the reads below, which cannot time out
+    stop.start()
     try:
-        server.wait(timeout=30)
+        stdout = server.stdout.read()  # to its end: the reply is larger than a pipe holds
+        stderr = server.stderr.read() if server.stderr else b""
+        server.wait()
     finally:
+        stop.cancel()
         server.kill()
-    stderr = server.stderr.read() if server.stderr else b""
     assert server.returncode == 0 and b"Traceback" not in stderr, stderr.decode()
+    reply = json.loads(stdout)
+    assert reply["id"] == 2 and len(reply["result"]["structuredContent"]["versions"]) == 40_000
     with EvidenceStore(db, engine="native") as store:
         assert store.verify(tenant="team-a").ok
 
