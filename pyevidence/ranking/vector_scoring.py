@@ -80,8 +80,8 @@ class VectorScorer:
     ``embedder``'s model) to the query's vector, which ``embedder`` computes.
 
     Records without a vector of that model are not ranked; Retrieval.unranked_count
-    says how many. The native engine computes the distance with sqlite-vec (install
-    ``pyevidence[vectors]``); the Python engine computes it in Python.
+    says how many. The native engine computes the distance with sqlite-vec (the vectors
+    extra); the Python engine computes it in Python.
     """
 
     def __init__(self, embedder: Embedder, *, min_similarity: float = 0.0) -> None:
