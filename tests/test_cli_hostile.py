@@ -534,3 +534,113 @@ def test_a_text_option_that_is_not_utf8_is_named_by_its_byte(tmp_path: Path) -> 
     assert done.returncode == 2
     assert done.stderr == "pyevidence: error: params[0]: is not UTF-8 text (the byte 0xe9 at byte 0)\n"
     assert not (tmp_path / "s.db").exists()
+
+
+def _run_with_closed(fd: int, args: list[str], cwd: Path, stdin: bytes | None = None) -> tuple[int, str, str]:
+    """Runs the command line with descriptor ``fd`` closed (as `>&-`, `2>&-` or `<&-` do)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pyevidence", *args],
+        input=stdin,
+        capture_output=True,
+        cwd=cwd,
+        check=False,
+        timeout=120,
+        preexec_fn=lambda: os.close(fd),
+    )
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+NEW_PUT = [
+    "put",
+    "--db",
+    "ev.db",
+    *PUT[:2],
+    "--record-id",
+    "new",
+    *PUT[4:],
+    "--body",
+    "b",
+    "--expires-at",
+    "9",
+]
+CLOSED_STDOUT = {
+    "put": NEW_PUT,
+    "forget": ["forget", "--db", "ev.db", "--tenant", "t", "--record-id", "r"],
+    "import": ["import", "--db", "ev.db", "records.jsonl"],
+    "retrieve": PRINTERS["retrieve"],
+    "export": PRINTERS["export"],
+    "help": ["put", "--help"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLOSED_STDOUT))
+def test_a_closed_stdout_is_one_line_and_exit_1_before_anything_is_written(name: str, tmp_path: Path) -> None:
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        store.put(**record(tenant="t", record_id="r"))
+    (tmp_path / "records.jsonl").write_text(json.dumps(record(tenant="t", record_id="imported")) + "\n")
+    code, _, stderr = _run_with_closed(1, CLOSED_STDOUT[name], tmp_path)
+    assert code == 1, stderr
+    assert stderr.startswith("pyevidence: error: could not write the output: ") and stderr.count("\n") == 1
+    assert "standard output is closed" in stderr
+    with EvidenceStore(tmp_path / "ev.db", read_only=True) as store:  # nothing was written
+        assert [v.operation for v in store.history(tenant="t", record_id="r")] == ["put"]
+        assert store.history(tenant="t", record_id="new") == ()
+        assert store.history(tenant="t", record_id="imported") == ()
+
+
+def test_export_out_file_needs_no_stdout(tmp_path: Path) -> None:
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        store.put(**record(tenant="t"))
+    code, _, stderr = _run_with_closed(1, [*PRINTERS["export"], "--out", "out.jsonl"], tmp_path)
+    assert (code, stderr) == (0, "pyevidence: exported 1 record\n")
+    assert json.loads((tmp_path / "out.jsonl").read_text())["tenant"] == "t"
+
+
+CLOSED_STDERR = {
+    "put": (CLOSED_STDOUT["put"], "put"),
+    "retrieve": (PRINTERS["retrieve"], "hits"),
+    "forget": (CLOSED_STDOUT["forget"], "forget"),
+    "reindex": (["reindex", "--db", "ev.db"], "records"),
+    "check": (PRINTERS["check"], "ok"),
+    "verify": (PRINTERS["verify"], "ok"),
+    "import": (CLOSED_STDOUT["import"], "import"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLOSED_STDERR))
+def test_a_closed_stderr_still_prints_the_json(name: str, tmp_path: Path) -> None:
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        store.put(**record(tenant="t", record_id="r"))
+    (tmp_path / "records.jsonl").write_text(json.dumps(record(tenant="t", record_id="imported")) + "\n")
+    args, key = CLOSED_STDERR[name]
+    code, stdout, _ = _run_with_closed(2, args, tmp_path)
+    assert code == 0
+    assert key in json.loads(stdout)
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["put", "--db", "ev.db", *PUT, "--body-file", "-", "--expires-at", "5"], "body_file"),
+        (["import", "--db", "ev.db", "-"], "FILE"),
+    ],
+)
+def test_a_closed_stdin_for_dash_is_bad_input(args: list[str], field: str, tmp_path: Path) -> None:
+    code, stdout, stderr = _run_with_closed(0, args, tmp_path)
+    assert (code, stdout) == (2, "")
+    assert stderr == f"pyevidence: error: {field}: is - but standard input is closed; pipe the " + (
+        "text in\n" if field == "body_file" else "records in\n"
+    )
+    assert not (tmp_path / "ev.db").exists()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux) to fill the disk")
+@pytest.mark.parametrize("args", [["--help"], ["put", "--help"]])
+def test_help_that_cannot_be_written_exits_1(args: list[str], tmp_path: Path) -> None:
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "pyevidence", *args], stdout=full, stderr=subprocess.PIPE, check=False
+        )
+    assert done.returncode == 1
+    said = done.stderr.decode()
+    assert said == "pyevidence: error: could not write the output: [Errno 28] No space left on device\n"

@@ -160,6 +160,8 @@ def _checked(args: argparse.Namespace, bar: ProgressBar | None) -> bulk.Checked:
         for flag in ("kind", "revision", "expires_at"):
             if getattr(args, flag) is not None:
                 raise ValidationError(flag, "is for --from-dir; a file's records carry their own")
+        if args.file == "-" and sys.stdin is None:  # <&-
+            raise ValidationError("FILE", "is - but standard input is closed; pipe the records in")
         chosen = args.format or ("jsonl" if args.file == "-" else None)
         return bulk.check_file(args.file, tenant=args.tenant, format=chosen, progress=bar)
     if args.file is not None:

@@ -7,6 +7,7 @@ engine unavailable, I/O); 2 bad input (usage errors and rejected arguments); 130
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shlex
 import signal
@@ -15,7 +16,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core import jsonout, validation
 from ..core.errors import EngineFallbackWarning, EvidenceError, SchemaError, UpgradeNeeded, ValidationError
@@ -26,13 +27,26 @@ from . import bulk_cli, cluster_node, db_args, demo, doctor, mcp_server, number_
 from .progress import IndexProgress, announce_upgrade
 from .web import serve as web_serve
 
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
 EXIT_OK, EXIT_STORE, EXIT_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
 DEFAULT_BENCH_SIZES = "1000,10000,100000"
 
 
+class _Parser(argparse.ArgumentParser):
+    """Every parser of the command line."""
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if file is sys.stdout:  # --help: the command's output, which fails as any output does
+            _write_output(message)
+        else:
+            super()._print_message(message, file)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pyevidence",
         description="Scoped evidence memory on SQLite: store records, retrieve only in-scope ones.",
     )
@@ -158,6 +172,8 @@ def _read_body(args: argparse.Namespace) -> str:
     if args.body is not None:
         return str(args.body)
     if args.body_file == "-":
+        if sys.stdin is None:  # <&-
+            raise ValidationError("body_file", "is - but standard input is closed; pipe the text in")
         data, shown = sys.stdin.buffer.read(), "standard input"
     else:
         with open(args.body_file, "rb") as handle:
@@ -363,6 +379,9 @@ def _run(args: argparse.Namespace) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     shown_before = warnings.showwarning
     warnings.showwarning = _one_line_note(shown_before)
+    stderr_before = sys.stderr
+    if sys.stderr is None:  # 2>&-: messages and progress are dropped, as into /dev/null; stdout still works
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt as exc:
@@ -376,6 +395,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_STORE
     finally:
         warnings.showwarning = shown_before
+        if sys.stderr is not stderr_before:
+            sys.stderr.close()
+            sys.stderr = stderr_before
 
 
 def _one_line_note(show: Any) -> Any:
@@ -394,7 +416,28 @@ def _one_line_note(show: Any) -> Any:
 def _drop_stdout() -> None:
     """Points stdout at the null device, so that the output it still holds cannot fail
     again when Python flushes it at exit."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if sys.stdout is not None:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _write_output(text: str) -> None:
+    """Writes the command's output to stdout, whole, or raises OSError."""
+    if sys.stdout is None:  # >&-: Python found no descriptor 1 at startup
+        raise OSError(errno.EBADF, "standard output is closed")
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _cannot_write(exc: OSError) -> int:
+    """A full disk, a closed descriptor: the output is not whole."""
+    _drop_stdout()
+    print(f"pyevidence: error: could not write the output: {exc}", file=sys.stderr)
+    return EXIT_STORE
+
+
+def _prints_on_stdout(args: argparse.Namespace) -> bool:
+    """Whether the command's result goes to stdout: all but serve and export --out FILE."""
+    return args.command != "serve" and not (args.command == "export" and args.out is not None)
 
 
 # The options that name a file to read or to create, and the errors that are about the path
@@ -424,7 +467,19 @@ def _main(argv: list[str]) -> int:
                 return EXIT_OK
             print(f"pyevidence: error: {exc}", file=sys.stderr)
         return EXIT_STORE
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # --help could not be written
+        return _cannot_write(exc)
+    if sys.stdout is None and _prints_on_stdout(args):
+        # Before anything is done: a write whose result cannot be reported is not made.
+        print(
+            "pyevidence: error: could not write the output: standard output is closed; nothing was done",
+            file=sys.stderr,
+        )
+        return EXIT_STORE
     try:
         output = _run(args)
     except ValidationError as exc:
@@ -460,14 +515,11 @@ def _main(argv: list[str]) -> int:
         print(f"pyevidence: error: {exc}{hint}", file=sys.stderr)
         return EXIT_STORE
     try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        _write_output(text)
     except BrokenPipeError:
         raise
-    except OSError as exc:  # a full disk, a closed descriptor: the output is not whole
-        _drop_stdout()
-        print(f"pyevidence: error: could not write the output: {exc}", file=sys.stderr)
-        return EXIT_STORE
+    except OSError as exc:
+        return _cannot_write(exc)
     if args.command in ("verify", "check") and not output["ok"]:
         if args.command == "check":
             sys.stdout.flush()  # the report first, then what to do about it
