@@ -264,9 +264,13 @@ def check_dir(
     for number, path in enumerate(files, start=1):
         relative = path.relative_to(root).as_posix()
         try:
-            body = _read_document(root, path).decode("utf-8").removeprefix(_BYTE_ORDER_MARK)
+            data = _read_document(root, path, limits.max_body_bytes)
+            body = data.decode("utf-8").removeprefix(_BYTE_ORDER_MARK)
         except _NotADocument as exc:
             problems.append(Problem(relative, None, str(exc)))
+            continue
+        except ValidationError as exc:
+            problems.append(Problem(relative, exc.field, exc.reason))
             continue
         except UnicodeDecodeError as exc:
             problems.append(Problem(relative, "body", f"is not UTF-8 text (byte {exc.start})"))
@@ -679,7 +683,8 @@ class _NotADocument(Exception):
     """A folder entry that is not a regular file inside the folder; says why."""
 
 
-def _read_document(root: Path, path: Path) -> bytes:
+def _read_document(root: Path, path: Path, max_body_bytes: int) -> bytes:
+    """The document's bytes; one larger than a body may be is refused before it is read."""
     # Symlinks may not lead outside the folder; FIFOs, sockets and devices are not documents
     # (O_NONBLOCK so that opening a FIFO cannot hang; the type is checked on the opened descriptor).
     try:
@@ -693,10 +698,17 @@ def _read_document(root: Path, path: Path) -> bytes:
     except OSError as exc:
         raise _NotADocument(f"cannot be read ({exc.strerror})") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
             raise _NotADocument("is not a regular file (a FIFO, socket or device); only files are imported")
+        most = max_body_bytes + len(_BYTE_ORDER_MARK.encode("utf-8"))  # a body, after a byte order mark
+        if found.st_size > most:
+            raise ValidationError(
+                "body",
+                f"is {found.st_size:,} bytes, over this store's limit of {max_body_bytes:,} (see Limits)",
+            )
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
+            return handle.read(most + 1)  # a file that grew meanwhile is refused by the record's check
     except OSError as exc:
         raise _NotADocument(f"cannot be read ({exc.strerror})") from None
     finally:

@@ -644,3 +644,52 @@ def test_help_that_cannot_be_written_exits_1(args: list[str], tmp_path: Path) ->
     assert done.returncode == 1
     said = done.stderr.decode()
     assert said == "pyevidence: error: could not write the output: [Errno 28] No space left on device\n"
+
+
+def _with_little_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1_500_000_000, 1_500_000_000))
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_body_file_reads_no_more_than_a_body_may_hold(tmp_path: Path) -> None:
+    args = [sys.executable, "-m", "pyevidence", "put", "--db", "ev.db", *PUT, "--expires-at", "5"]
+    done = subprocess.run(
+        [*args, "--body-file", "/dev/zero"],
+        capture_output=True,
+        cwd=tmp_path,
+        check=False,
+        timeout=120,
+        preexec_fn=_with_little_memory,
+    )
+    limit = 1 << 20
+    said = f"pyevidence: error: body: is more than {limit:,} bytes, over this store's limit of {limit:,}"
+    assert (done.returncode, done.stderr.decode()) == (2, said + " (see Limits)\n")
+    (tmp_path / "big.txt").write_bytes(b"a" * (limit + 1))
+    with (tmp_path / "big.txt").open("rb") as big:
+        done = subprocess.run([*args, "--body-file", "-"], stdin=big, capture_output=True, cwd=tmp_path)
+    assert (done.returncode, done.stderr.decode()) == (2, said + " (see Limits)\n")
+    done = subprocess.run([*args, "--body-file", "big.txt"], capture_output=True, cwd=tmp_path, check=False)
+    said = f"pyevidence: error: body: is {limit + 1:,} bytes, over this store's limit of {limit:,}"
+    assert (done.returncode, done.stderr.decode()) == (2, said + " (see Limits)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.txt"]
+
+
+def test_import_from_dir_does_not_read_a_document_larger_than_a_body(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    with open(tmp_path / "docs" / "huge.md", "wb") as huge:
+        huge.truncate(4 << 30)  # sparse: 4 GiB that take no disk, more than the process may hold
+    args = ["import", "--db", "ev.db", "--tenant", "t", "--from-dir", "docs", "--kind", "runbook"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pyevidence", *args, "--revision", "v", "--expires-at", "5"],
+        capture_output=True,
+        cwd=tmp_path,
+        check=False,
+        timeout=120,
+        preexec_fn=_with_little_memory,
+    )
+    assert done.returncode == 2, done.stderr
+    assert (
+        f"huge.md: body: is {4 << 30:,} bytes, over this store's limit of 1,048,576" in done.stderr.decode()
+    )

@@ -11,6 +11,7 @@ import errno
 import os
 import shlex
 import signal
+import stat
 import sys
 import warnings
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import jsonout, validation
 from ..core.errors import EngineFallbackWarning, EvidenceError, SchemaError, UpgradeNeeded, ValidationError
+from ..core.limits import DEFAULT_LIMITS
 from ..core.records import KINDS
 from ..storage import paths
 from ..store import ENGINES, EvidenceStore
@@ -168,16 +170,24 @@ def _parser() -> argparse.ArgumentParser:
 
 def _read_body(args: argparse.Namespace) -> str:
     """The body as given: --body's text, or the bytes of --body-file (- for stdin) as UTF-8,
-    line endings kept, as import --from-dir reads a document."""
+    line endings kept, as import --from-dir reads a document. At most one byte more than a
+    body may hold is read (--body-file /dev/zero must not fill the memory)."""
     if args.body is not None:
         return str(args.body)
+    limit = DEFAULT_LIMITS.max_body_bytes  # as validation.record() checks the body below
+    size = None
     if args.body_file == "-":
         if sys.stdin is None:  # <&-
             raise ValidationError("body_file", "is - but standard input is closed; pipe the text in")
-        data, shown = sys.stdin.buffer.read(), "standard input"
+        data, shown = sys.stdin.buffer.read(limit + 1), "standard input"
     else:
         with open(args.body_file, "rb") as handle:
-            data, shown = handle.read(), args.body_file
+            data, shown = handle.read(limit + 1), args.body_file
+            found = os.fstat(handle.fileno())
+            size = found.st_size if stat.S_ISREG(found.st_mode) else None
+    if len(data) > limit:
+        said = f"{size:,}" if size is not None and size > limit else f"more than {limit:,}"
+        raise ValidationError("body", f"is {said} bytes, over this store's limit of {limit:,} (see Limits)")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
