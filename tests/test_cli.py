@@ -262,3 +262,63 @@ def test_bench_refuses_write_sizes_it_cannot_run(writes: str, message: str, tmp_
     done = run_cli("bench", "--sizes", "10", "--writes", writes, "--out", str(tmp_path / "out"))
     assert done.returncode == 2 and message in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+# For every subcommand that has options: one given twice, with the rest it needs to parse.
+TWICE = {
+    "put": ["put", "--db", "x.db", "--tenant", "t", "--tenant", "other", "--record-id", "r", "--revision",
+            "v", "--kind", "runbook", "--body", "b", "--source", "s", "--expires-at", "9"],
+    "retrieve": ["retrieve", "--db", "x.db", "--tenant", "t", "--revision", "v", "--query", "q", "--now", "1",
+                 "--method", "scan", "--method", "index"],
+    "forget": ["forget", "--db", "a.db", "--db", "x.db", "--tenant", "t", "--record-id", "r"],
+    "history": ["history", "--db", "x.db", "--tenant", "t", "--record-id", "r", "--record-id", "s"],
+    "get-version": ["get-version", "--db", "x.db", "--tenant", "t", "--record-id", "r", "--version", "1-0",
+                    "--version", "2-0"],
+    "verify": ["verify", "--db", "x.db", "--tenant", "t", "--engine", "python", "--engine", "native"],
+    "reindex": ["reindex", "--db", "x.db", "--db", "y.db"],
+    "check": ["check", "--db", "x.db", "--engine", "auto", "--engine", "auto"],
+    "import": ["import", "--db", "x.db", "--dry-run", "--dry-run", "x.jsonl"],
+    "export": ["export", "--db", "x.db", "--tenant", "t", "--history", "--history"],
+    "mcp": ["mcp", "--db", "x.db", "--tenant", "t", "--revision", "v", "--clock", "wall", "--clock", "wall"],
+    "serve": ["serve", "--db", "x.db", "--tenant", "t", "--revision", "v", "--port", "1", "--port", "2"],
+    "demo": ["demo", "--semantic", "--semantic"],
+    "bench": ["bench", "--seed", "1", "--seed", "2"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(TWICE))
+def test_an_option_given_twice_is_a_usage_error_naming_it(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as ended:
+        main(TWICE[name])
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: pyevidence {name} "), err  # the command's own usage
+    assert err.endswith(": is given twice; give it once\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_option_is_not_taken_from_a_prefix(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as ended:
+        main(["history", "--db", "x.db", "--ten", "t", "--record-id", "r"])
+    assert ended.value.code == 2
+    assert (
+        "pyevidence history: error: the following arguments are required: --tenant" in capsys.readouterr().err
+    )
+
+
+def test_an_unknown_option_shows_the_commands_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as ended:
+        main(["history", "--db", "x.db", "--tenant", "t", "--record-id", "r", "--bogus"])
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: pyevidence history ") and "unrecognized arguments: --bogus" in err
+
+
+def test_version_prints_the_version() -> None:
+    import pyevidence
+
+    done = run_cli("--version")
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"pyevidence {pyevidence.__version__}\n", "")

@@ -320,7 +320,8 @@ def test_bad_server_configuration_exits_2_before_serving(
 ) -> None:
     db = tmp_path / "e.db"
     populate(db, "python")
-    args = ["--db", str(db), "--tenant", "team-a", "--revision", "v1", *extra]
+    revision = [] if "--revision" in extra else ["--revision", "v1"]  # an option is given once
+    args = ["--db", str(db), "--tenant", "team-a", *revision, *extra]
     done = subprocess.run([sys.executable, "-m", "pyevidence", "mcp", *args], capture_output=True, text=True)
     assert (done.returncode, done.stdout, done.stderr) == (2, "", f"pyevidence: error: {message}\n")
 
@@ -376,7 +377,7 @@ def test_the_server_survives_a_cancelled_call_and_a_client_gone_mid_call(tmp_pat
     errlog = (tmp_path / "server.log").open("w")
 
     async def check() -> None:
-        async with connect(db, "--engine", "python", errlog=errlog) as session:
+        async with connect(db, engine="python", errlog=errlog) as session:
             # A call the client gives up on (the SDK sends notifications/cancelled) ...
             with anyio.move_on_after(0.2) as scope:
                 await session.call_tool("record_history", {"record_id": busy})
@@ -386,7 +387,7 @@ def test_the_server_survives_a_cancelled_call_and_a_client_gone_mid_call(tmp_pat
             assert not error and len(found["versions"]) == 1
         # And a client that leaves while a call is running.
         async with (
-            connect(db, "--engine", "python", errlog=errlog) as session,
+            connect(db, engine="python", errlog=errlog) as session,
             anyio.create_task_group() as tasks,
         ):
             done = anyio.Event()

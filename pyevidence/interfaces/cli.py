@@ -19,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import __version__
 from ..core import jsonout, validation
 from ..core.errors import EngineFallbackWarning, EvidenceError, SchemaError, UpgradeNeeded, ValidationError
 from ..core.limits import DEFAULT_LIMITS
@@ -37,8 +38,55 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ende
 DEFAULT_BENCH_SIZES = "1000,10000,100000"
 
 
+# Where _Once notes the options given so far, on the namespace being parsed; removed after parsing.
+_GIVEN = "_options_given"
+
+
+class _Once(argparse.Action):
+    """An option given twice is a usage error naming it, as evidence_node says of its own
+    options: the last value silently winning would let 'put --tenant t --tenant other' write
+    where nobody looked."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:  # fmt: skip
+        if self.option_strings:
+            given = namespace.__dict__.setdefault(_GIVEN, set())
+            if self.dest in given:
+                raise argparse.ArgumentError(self, "is given twice; give it once")
+            given.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _OnceStore(_Once, argparse._StoreAction):
+    pass
+
+
+class _OnceStoreConst(_Once, argparse._StoreConstAction):
+    pass
+
+
+class _OnceStoreTrue(_Once, argparse._StoreTrueAction):
+    pass
+
+
 class _Parser(argparse.ArgumentParser):
-    """Every parser of the command line."""
+    """Every parser of the command line: an option is named in full (no prefixes: --ten is
+    no --tenant) and at most once."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+        self.register("action", None, _OnceStore)  # an argument that names no action
+        self.register("action", "store", _OnceStore)
+        self.register("action", "store_const", _OnceStoreConst)
+        self.register("action", "store_true", _OnceStoreTrue)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and self._subparsers is None:  # a command's own parser: its usage comes with the error
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
 
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if file is sys.stdout:  # --help: the command's output, which fails as any output does
@@ -52,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="pyevidence",
         description="Scoped evidence memory on SQLite: store records, retrieve only in-scope ones.",
     )
+    parser.add_argument("--version", action="version", version=f"pyevidence {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help_text: str, *, db: bool = True) -> argparse.ArgumentParser:
@@ -479,6 +528,7 @@ def _main(argv: list[str]) -> int:
         return EXIT_STORE
     try:
         args = _parser().parse_args(argv)
+        vars(args).pop(_GIVEN, None)
     except BrokenPipeError:
         raise
     except OSError as exc:  # --help could not be written
