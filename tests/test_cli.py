@@ -322,3 +322,36 @@ def test_version_prints_the_version() -> None:
 
     done = run_cli("--version")
     assert (done.returncode, done.stdout, done.stderr) == (0, f"pyevidence {pyevidence.__version__}\n", "")
+
+
+def test_retrieve_without_hits_says_that_it_is_no_evidence_of_no_problem(tmp_path: Path) -> None:
+    from pyevidence import tool
+
+    db = str(tmp_path / "ev.db")
+    with EvidenceStore(db) as store:
+        store.put(
+            tenant="t", record_id="r", revision="v", kind="runbook", body="queue", source="s", expires_at=9
+        )
+    scope = ["retrieve", "--db", db, "--tenant", "t", "--revision", "v", "--now", "1"]
+    done = run_cli(*scope, "--query", "disk")
+    assert done.returncode == 0
+    found = json.loads(done.stdout)
+    assert found["hits"] == [] and found["note"] == tool.NO_EVIDENCE
+    assert list(found) == sorted(found)
+    found = json.loads(run_cli(*scope, "--query", "queue").stdout)
+    assert len(found["hits"]) == 1 and "note" not in found
+
+
+@pytest.mark.parametrize("query", ["", "  \t"])
+def test_retrieve_refuses_an_empty_query_which_the_api_takes(query: str, tmp_path: Path) -> None:
+    db = str(tmp_path / "ev.db")
+    with EvidenceStore(db) as store:
+        store.put(
+            tenant="t", record_id="r", revision="v", kind="runbook", body="queue", source="s", expires_at=9
+        )
+        assert store.retrieve(tenant="t", revision="v", query=query, now=1).hits == ()
+    done = run_cli("retrieve", "--db", db, "--tenant", "t", "--revision", "v", "--now", "1", "--query", query)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "pyevidence: error: query: must not be empty or only whitespace (an unset shell variable?)\n"
+    )

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__
+from .. import __version__, tool
 from ..core import jsonout, validation
 from ..core.errors import EngineFallbackWarning, EvidenceError, SchemaError, UpgradeNeeded, ValidationError
 from ..core.limits import DEFAULT_LIMITS
@@ -389,6 +389,9 @@ def _run(args: argparse.Namespace) -> Any:
             store.put(**asdict(record))
         return {"put": {"tenant": args.tenant, "record_id": args.record_id}}
     if args.command == "retrieve":
+        if args.query.isspace() or not args.query:
+            # The API takes it and finds nothing; on a command line it is an unset variable.
+            raise ValidationError("query", "must not be empty or only whitespace (an unset shell variable?)")
         with _open_to_read(db_args.existing(args.db), args.engine) as store:
             result = store.retrieve(
                 tenant=args.tenant,
@@ -399,7 +402,9 @@ def _run(args: argparse.Namespace) -> Any:
                 method=args.method,
             )
         scope = {"tenant": args.tenant, "revision": args.revision, "now": args.now}
-        return {"query": args.query, "scope": scope, **result.to_dict()}
+        # No hits: the note the MCP tool and the web page give, as the JSON's "note"
+        note = {} if result.hits else {"note": tool.NO_EVIDENCE}
+        return {"query": args.query, "scope": scope, **result.to_dict(), **note}
     if args.command == "forget":
         with _open(db_args.existing(args.db), args.engine) as store:
             deleted = store.forget(tenant=args.tenant, record_id=args.record_id)
