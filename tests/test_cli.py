@@ -355,3 +355,33 @@ def test_retrieve_refuses_an_empty_query_which_the_api_takes(query: str, tmp_pat
     assert done.stderr == (
         "pyevidence: error: query: must not be empty or only whitespace (an unset shell variable?)\n"
     )
+
+
+NOTHING_FOUND = {
+    "forget": (["forget", "--tenant", "t", "--record-id", "R"], "no current record 'R' of tenant 't' in this "
+               "store (never put, or forgotten already): nothing was forgotten"),
+    "history": (["history", "--tenant", "t", "--record-id", "R"],
+                "no versions of record 'R' of tenant 't' in this store"),
+    "get-version": (["get-version", "--tenant", "t", "--record-id", "R", "--version", "1-" + "0" * 64],
+                    f"no version 1-{'0' * 64} of record 'R' of tenant 't' in this store"),
+    "verify": (["verify", "--tenant", "T"], "no versions of tenant 'T' in this store: nothing was verified"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(NOTHING_FOUND))
+def test_a_command_that_finds_nothing_exits_0_with_a_note(name: str, tmp_path: Path) -> None:
+    db = str(tmp_path / "ev.db")
+    with EvidenceStore(db) as store:
+        store.put(
+            tenant="t", record_id="r", revision="v", kind="runbook", body="queue", source="s", expires_at=9
+        )
+    args, note = NOTHING_FOUND[name]
+    done = run_cli(args[0], "--db", db, *args[1:])
+    assert done.returncode == 0
+    assert done.stderr == f"pyevidence: note: {note}; check the spelling\n"
+    found = json.loads(done.stdout)  # what a script reads
+    said = {"forget": found.get("forget", {}).get("deleted"), "history": found.get("versions"),
+            "get-version": found.get("status"), "verify": found.get("versions_checked")}  # fmt: skip
+    assert said[name] == {"forget": False, "history": [], "get-version": "unknown", "verify": 0}[name]
+    done = run_cli(args[0], "--db", db, *[{"R": "r", "T": "t"}.get(a, a) for a in args[1:]])
+    assert done.returncode == 0 and (done.stderr == "") == (name != "get-version"), done.stderr

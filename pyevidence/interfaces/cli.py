@@ -408,6 +408,9 @@ def _run(args: argparse.Namespace) -> Any:
     if args.command == "forget":
         with _open(db_args.existing(args.db), args.engine) as store:
             deleted = store.forget(tenant=args.tenant, record_id=args.record_id)
+        if not deleted:
+            _nothing_found(f"no current record {args.record_id!r} of tenant {args.tenant!r} in this store "
+                           "(never put, or forgotten already): nothing was forgotten")  # fmt: skip
         return {"forget": {"tenant": args.tenant, "record_id": args.record_id, "deleted": deleted}}
     if args.command == "reindex":
         with _open(db_args.existing(args.db), args.engine) as store:
@@ -427,17 +430,31 @@ def _run(args: argparse.Namespace) -> Any:
         with EvidenceStore(db_args.existing(args.db), engine=args.engine, read_only=True) as store:
             if args.command == "history":
                 found = store.history(tenant=args.tenant, record_id=args.record_id)
+                if not found:
+                    _nothing_found(f"no versions of record {args.record_id!r} of tenant {args.tenant!r} "
+                                   "in this store")  # fmt: skip
                 return {
                     "tenant": args.tenant,
                     "record_id": args.record_id,
                     "versions": [v.to_dict() for v in found],
                 }
             if args.command == "get-version":
-                return store.get_version(
-                    tenant=args.tenant, record_id=args.record_id, version=args.version
-                ).to_dict()
-            return store.verify(tenant=args.tenant).to_dict()
+                lookup = store.get_version(tenant=args.tenant, record_id=args.record_id, version=args.version)
+                if lookup.status == "unknown":
+                    _nothing_found(f"no version {args.version} of record {args.record_id!r} of tenant "
+                                   f"{args.tenant!r} in this store")  # fmt: skip
+                return lookup.to_dict()
+            report = store.verify(tenant=args.tenant)
+            if report.versions_checked == 0:
+                _nothing_found(f"no versions of tenant {args.tenant!r} in this store: nothing was verified")
+            return report.to_dict()
     raise AssertionError(f"unhandled command {args.command}")
+
+
+def _nothing_found(what: str) -> None:
+    """A note on stderr where a command succeeds on nothing, which a mistyped tenant or record id
+    also gives; the exit code stays 0 (forget is idempotent), the JSON says it for scripts."""
+    print(f"pyevidence: note: {what}; check the spelling", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
