@@ -4,6 +4,7 @@ contract, the finalizer, and what a failed open or commit says, on both engines.
 from __future__ import annotations
 
 import gc
+import json
 import os
 import shutil
 import sqlite3
@@ -528,3 +529,35 @@ def test_an_older_store_this_user_cannot_write_says_who_can_upgrade_it(shared_di
         f"such as with 'pyevidence check --db {db}'"
     ), done.stdout + done.stderr
     assert done.stdout.startswith("1 ")
+
+
+def test_the_command_line_gives_command_line_advice_for_a_file_it_cannot_write(shared_dir: Path) -> None:
+    db = shared_dir / "ev.db"
+    written_store(db, "auto")
+    db.chmod(0o644)
+    (shared_dir / "records.jsonl").write_text(json.dumps(record(record_id="r2")) + "\n")
+    (shared_dir / "records.jsonl").chmod(0o644)
+    put = ["put", "--db", str(db), "--tenant", "team-a", "--record-id", "r3", "--revision", "v1", "--kind",
+           "runbook", "--body", "b", "--source", "s", "--expires-at", "9"]  # fmt: skip
+    commands = [
+        put,
+        ["forget", "--db", str(db), "--tenant", "team-a", "--record-id", "r1"],
+        ["reindex", "--db", str(db)],
+        ["import", "--db", str(db), str(shared_dir / "records.jsonl")],
+    ]
+    script = textwrap.dedent(f"""
+        import contextlib, io
+        from pyevidence.interfaces.cli import main
+        for args in {commands!r}:
+            said = io.StringIO()
+            with contextlib.redirect_stderr(said):
+                code = main(args)
+            print(code, said.getvalue().strip())
+    """)
+    done = run_as_other_user(script, db)
+    assert done.stderr == ""
+    advice = (
+        f"1 pyevidence: error: opening {db} failed: this user cannot write to it; let this user write to it "
+        "(retrieve, history, get-version, verify, check and export read it as it is)"
+    )
+    assert done.stdout.splitlines() == [advice] * 4

@@ -118,7 +118,7 @@ def run_import(args: argparse.Namespace) -> dict[str, Any]:
         else:
             # Opening may upgrade an older file and build its token index: shown on stderr.
             if not args.dry_run:
-                announce_upgrade(args.db)
+                announce_upgrade(db_args.writable(args.db))
             opened = EvidenceStore(
                 args.db, engine=args.engine, read_only=args.dry_run, progress=IndexProgress()
             )

@@ -258,7 +258,7 @@ def _read_as_it_is(path: str) -> EvidenceStore:
 def _open(path: str, engine: str) -> EvidenceStore:
     """A writable store; opening it may upgrade an older file, which is said on stderr,
     and whose token index is then built with a progress bar there."""
-    announce_upgrade(path)
+    announce_upgrade(db_args.writable(path))
     return EvidenceStore(path, engine=engine, progress=IndexProgress())
 
 

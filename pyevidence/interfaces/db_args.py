@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..core.errors import NoSchema, UpgradeNeeded
+from ..core.errors import NoSchema, StoreError, UpgradeNeeded
 from ..storage import paths
 
 
@@ -14,6 +14,18 @@ def database(path: str, *, field: str = "--db") -> str:
     if paths.is_cluster_url(path):
         return path  # a cluster: the engine checks its address
     paths.checked_name(path, field=field, allow_memory=False)
+    return path
+
+
+def writable(path: str) -> str:
+    """For the commands that write (put, forget, reindex, import): a file this user cannot write
+    is refused with the command line's advice (the store's own names read_only=True, which is
+    the Python API's)."""
+    if not paths.is_cluster_url(path) and os.path.isfile(path) and not os.access(path, os.W_OK):
+        raise StoreError(
+            f"opening {path} failed: this user cannot write to it; let this user write to it "
+            "(retrieve, history, get-version, verify, check and export read it as it is)"
+        )
     return path
 
 
