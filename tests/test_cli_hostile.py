@@ -693,3 +693,14 @@ def test_import_from_dir_does_not_read_a_document_larger_than_a_body(tmp_path: P
     assert (
         f"huge.md: body: is {4 << 30:,} bytes, over this store's limit of 1,048,576" in done.stderr.decode()
     )
+
+
+def test_export_out_dash_is_stdout_as_import_dash_is_stdin(tmp_path: Path) -> None:
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        store.put(**record(tenant="t"))
+    done = run_cli("export", "--db", "ev.db", "--tenant", "t", "--out", "-", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "pyevidence: exported 1 record\n")
+    assert json.loads(done.stdout)["tenant"] == "t"
+    assert not (tmp_path / "-").exists()
+    code, _, stderr = _run_with_closed(1, [*PRINTERS["export"], "--out", "-"], tmp_path)
+    assert code == 1 and "standard output is closed" in stderr

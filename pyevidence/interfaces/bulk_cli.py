@@ -47,7 +47,9 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tenant", required=True)
     parser.add_argument("--history", action="store_true", help="every stored version, in the order written")
-    parser.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (FILE must not exist)")
+    parser.add_argument(
+        "--out", metavar="FILE", help="write to FILE instead of stdout (FILE must not exist; - is stdout)"
+    )
 
 
 class ProgressBar:
@@ -185,7 +187,7 @@ def run_export(args: argparse.Namespace) -> None:
     with EvidenceStore(db_args.existing(args.db), engine=args.engine, read_only=True) as store:
         # A path: a failed export leaves no file behind (a partial one would pass for a whole
         # one, and the retry would find --out taken).
-        out = sys.stdout if args.out is None else args.out
+        out = sys.stdout if args.out in (None, "-") else args.out
         report = bulk.export_jsonl(store, out, tenant=args.tenant, history=args.history)
     noun = "version" if args.history else "record"
     summary = f"pyevidence: exported {report.written:,} {noun}{'' if report.written == 1 else 's'}"

@@ -518,7 +518,7 @@ def _cannot_write(exc: OSError) -> int:
 
 def _prints_on_stdout(args: argparse.Namespace) -> bool:
     """Whether the command's result goes to stdout: all but serve and export --out FILE."""
-    return args.command != "serve" and not (args.command == "export" and args.out is not None)
+    return args.command != "serve" and not (args.command == "export" and args.out not in (None, "-"))
 
 
 # The options that name a file to read or to create, and the errors that are about the path
