@@ -385,3 +385,9 @@ def test_a_command_that_finds_nothing_exits_0_with_a_note(name: str, tmp_path: P
     assert said[name] == {"forget": False, "history": [], "get-version": "unknown", "verify": 0}[name]
     done = run_cli(args[0], "--db", db, *[{"R": "r", "T": "t"}.get(a, a) for a in args[1:]])
     assert done.returncode == 0 and (done.stderr == "") == (name != "get-version"), done.stderr
+
+
+def test_demo_offers_only_the_engines_it_can_use() -> None:
+    assert "cluster" not in run_cli("demo", "--help").stdout
+    done = run_cli("demo", "--engine", "cluster")
+    assert done.returncode == 2 and "argument --engine: invalid choice: 'cluster'" in done.stderr

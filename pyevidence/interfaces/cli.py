@@ -107,7 +107,9 @@ def _parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         if db:
             p.add_argument("--db", required=True, metavar="FILE", help="the database file")
-        p.add_argument("--engine", choices=ENGINES, default="auto", help="engine (default: auto)")
+        # the cluster engine only opens a cluster's URL, which only --db can name
+        engines = ENGINES if db else tuple(e for e in ENGINES if e != "cluster")
+        p.add_argument("--engine", choices=engines, default="auto", help="engine (default: auto)")
         return p
 
     p = command("demo", "run the eligibility-before-ranking demonstration", db=False)
