@@ -391,3 +391,10 @@ def test_demo_offers_only_the_engines_it_can_use() -> None:
     assert "cluster" not in run_cli("demo", "--help").stdout
     done = run_cli("demo", "--engine", "cluster")
     assert done.returncode == 2 and "argument --engine: invalid choice: 'cluster'" in done.stderr
+
+
+@pytest.mark.parametrize(("name", "extra"), [("demo", "embeddings"), ("bench", "web")])
+def test_help_says_how_to_install_an_extra_from_the_checkout(name: str, extra: str) -> None:
+    said = " ".join(run_cli(name, "--help").stdout.split())  # argparse wraps the lines
+    assert f"pip install '.[{extra}]' in the pyevidence checkout" in said
+    assert "pyevidence[" not in said  # pyevidence is not on PyPI

@@ -116,7 +116,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--semantic",
         action="store_true",
-        help="lexical, vector and hybrid scorers on one query (needs pip install 'pyevidence[embeddings]')",
+        help="lexical, vector and hybrid scorers on one query (needs the embeddings extra: "
+        "pip install '.[embeddings]' in the pyevidence checkout)",
     )
     sub.add_parser("doctor", help="show what this installation can do (engines, SQLite, extension loading)")
 
@@ -144,7 +145,7 @@ def _parser() -> argparse.ArgumentParser:
         "--web",
         action="store_true",
         help="the search page's server time beside retrieve (100,000 rows unless --sizes is given; "
-        "needs pyevidence[web])",
+        "needs the web extra: pip install '.[web]' in the pyevidence checkout)",
     )
 
     p = sub.add_parser(
