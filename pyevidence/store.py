@@ -6,7 +6,7 @@ import importlib
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -32,7 +32,7 @@ from .core.records import (
 )
 from .core.vectors import Embedder, Vector, embedding_list, vector
 from .ranking.scoring import Scorer, SetRanker, TokenScorer, rank, scorer_name
-from .ranking.send_gate import InFlight, StoreGate, current_gate
+from .ranking.send_gate import Requests, StillCurrent, StoreGate, current_gate
 from .ranking.vector_scoring import InStoreRanker
 from .storage import paths, versions
 from .storage.engines.python_engine import PythonEngine
@@ -157,7 +157,7 @@ class EvidenceStore:
         self._shown = shown
         self._lock = threading.Lock()
         self._lock_holder: int | None = None  # the thread holding _lock, to name a re-entry
-        self._remote_requests = InFlight()  # a remote ranking's requests: forget waits for them
+        self._remote_requests = Requests(self._lock)  # a remote ranking's: forget waits for them
         self._engine = _open_engine(path, engine, read_only, progress)
         self._closed = False
 
@@ -462,8 +462,9 @@ class EvidenceStore:
     @contextmanager
     def _engine_locked(self, *, erasing: bool = False) -> Iterator[Any]:
         """The engine, with the store's lock held; a closed store is refused. ``erasing``
-        (forget) first waits for the requests a remote ranking has in flight, so that none
-        of them carries text forget erases (ranking/send_gate.py)."""
+        (forget) first waits for the requests a remote ranking has in flight, with the lock
+        released meanwhile, so that none of them carries text forget erases
+        (ranking/send_gate.py)."""
         if self._lock_holder == threading.get_ident():
             # A progress callback (or other code called while the lock is held) using the
             # store would wait for itself for ever.
@@ -471,11 +472,9 @@ class EvidenceStore:
                 "this EvidenceStore is busy in this same thread (called from a progress callback?); "
                 "use the store after the call that called back returns, or open another EvidenceStore"
             )
-        with self._lock:
-            if self._closed:
+        with self._lock, self._remote_requests.erasing() if erasing else nullcontext():
+            if self._closed:  # checked after any wait: close() may have run meanwhile
                 raise StoreError("this EvidenceStore is closed")
-            if erasing:
-                self._remote_requests.wait_for_none()
             self._lock_holder = threading.get_ident()
             try:
                 yield self._engine
@@ -483,12 +482,14 @@ class EvidenceStore:
                 self._lock_holder = None
 
     @contextmanager
-    def _still_current(self, tenant: str) -> Iterator[Callable[[Sequence[Candidate]], list[Candidate]]]:
+    def _still_current(self, tenant: str) -> Iterator[StillCurrent]:
         """With the lock held: which candidates of a batch are still their record's current
         version (one that was forgotten or replaced since retrieve read it is not)."""
         with self._engine_locked() as engine:
 
             def still_current(batch: Sequence[Candidate]) -> list[Candidate]:
+                if self._closed:  # the gate may have waited for a forget, the lock released
+                    raise StoreError("this EvidenceStore is closed")
                 now = versions.current_versions(engine, tenant, [c.record_id for c in batch])
                 return [c for c in batch if now.get(c.record_id) == c.version]
 
@@ -591,7 +592,7 @@ class ScopedStore:
 
         def put(engine: Any, history: tuple[Version, ...]) -> None:
             latest = history[-1] if history else None
-            if latest is not None and latest.operation == "put" and latest.revision != revision:
+            if latest is not None and latest.operation == "put" and latest.revision != record.revision:
                 raise _taken(record.record_id)
             engine.put(record, vector)
 

@@ -43,6 +43,9 @@ class Lying(str):
     def __eq__(self, other: object) -> bool:
         return True
 
+    def __ne__(self, other: object) -> bool:
+        return False
+
     def __hash__(self) -> int:
         return 0
 
@@ -155,3 +158,16 @@ def test_a_path_with_a_lone_surrogate_is_refused_as_a_path(engine: str, tmp_path
             store.backup(bad)
         assert refused.value.field == "dest"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]
+
+
+def test_a_write_tool_compares_the_plain_revision(store: EvidenceStore) -> None:
+    scoped = store.scoped(tenant="team-a")
+    scoped.put_in_revision(
+        record_id="r1", revision="v1", kind="runbook", body="b", source="s", expires_at=1000
+    )
+    with pytest.raises(ValidationError) as refused:
+        scoped.put_in_revision(
+            record_id="r1", revision=Lying("v2", "v1"), kind="runbook", body="b", source="s", expires_at=1000
+        )
+    assert refused.value.field == "record_id"
+    assert [v.revision for v in store.history(tenant="team-a", record_id="r1")] == ["v1"]

@@ -7,7 +7,6 @@ the scorer sends them in batches; each request is checked against the store firs
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from helpers import record
 from provider import Provider, Reply, length_scores, provider
 
 from pyevidence import EvidenceStore, RemoteScorer, StoreError, TokenScorer
+from pyevidence.core.records import Candidate
 
 SCOPE = dict(tenant="team-a", revision="v1", now=100)
 SECRET = "SECRET patient note that forget must erase"
@@ -138,16 +138,82 @@ def test_the_fallback_does_not_rank_a_record_left_out(
     assert [c["id"] for r in requests for c in r["candidates"]] == ["a-public", "c-public"]
 
 
-def test_a_scorer_used_on_its_own_sends_every_candidate_it_is_given(
+def test_a_scorer_used_on_its_own_sends_every_candidate_it_is_given(service: Provider) -> None:
+    # Outside retrieve() there is no store to ask: the caller chose the candidates.
+    candidates = [
+        Candidate(f"r{i}", "v1", "runbook", f"queue note {i}", f"s://{i}", 1000, 1, "0" * 64)
+        for i in range(3)
+    ]
+    result = RemoteScorer(service.url, max_batch_candidates=2).rank_candidates("queue", candidates, 5)
+    assert result.status == "ok" and [h.record_id for h in result] == ["r0", "r1", "r2"]
+    assert sorted(service.candidate_texts) == ["queue note 0", "queue note 1", "queue note 2"]
+
+
+def test_a_record_forgotten_while_its_own_request_is_in_flight_is_not_a_hit(
+    open_store: Callable[..., EvidenceStore], tmp_path: Path, service: Provider
+) -> None:
+    path = tmp_path / "s.db"
+    store, other = open_store(path), open_store(path)
+    _two_records(store)
+    service.reply = _first_request_then(lambda: other.forget(tenant="team-a", record_id="z-private"))
+
+    result = _retrieve(store, RemoteScorer(service.url))  # one batch: both records
+
+    assert [c["id"] for r in service.received for c in r.document["candidates"]] == ["a-public", "z-private"]
+    assert [h.record_id for h in result] == ["a-public"]  # scored, but forgotten before the ranking ended
+
+
+def test_a_retry_sends_only_what_is_still_current(
+    open_store: Callable[..., EvidenceStore], tmp_path: Path, service: Provider
+) -> None:
+    path = tmp_path / "s.db"
+    store, other = open_store(path), open_store(path)
+    _two_records(store)
+    attempts: list[Any] = []
+
+    def forget_then_overloaded(document: Any) -> Reply:
+        attempts.append(document)
+        if len(attempts) == 1:
+            other.forget(tenant="team-a", record_id="z-private")
+            return 503, b"", 0.0
+        return length_scores(document)
+
+    service.reply = forget_then_overloaded
+    result = _retrieve(store, RemoteScorer(service.url, max_retries=1, retry_backoff=0.0))
+
+    assert result.status == "ok" and [h.record_id for h in result] == ["a-public"]
+    assert [[c["id"] for c in a["candidates"]] for a in attempts] == [["a-public", "z-private"], ["a-public"]]
+
+
+def test_a_forget_waiting_for_a_request_does_not_stall_other_calls(
     store: EvidenceStore, service: Provider
 ) -> None:
-    # Outside retrieve() there is no store to ask: the caller chose the candidates.
     _two_records(store)
-    candidates = store.retrieve(query="queue", limit=10, **SCOPE)  # type: ignore[arg-type]
-    assert [h.record_id for h in candidates] == ["a-public"]
-    result = RemoteScorer(service.url).rank_candidates("queue", [], 5)
-    assert result.status == "ok" and len(service.received) == 0
-    assert json.dumps(result.hits) == "[]"
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_the_first(document: Any) -> Reply:
+        holding.set()
+        assert release.wait(10)
+        return length_scores(document)
+
+    service.reply = hold_the_first
+    ranking = threading.Thread(target=lambda: _retrieve(store, RemoteScorer(service.url)))
+    ranking.start()
+    assert holding.wait(10)
+    forgetting = threading.Thread(target=lambda: store.forget(tenant="team-a", record_id="z-private"))
+    forgetting.start()
+    forgetting.join(0.3)
+    try:
+        reading = threading.Thread(target=lambda: store.history(tenant="team-a", record_id="a-public"))
+        reading.start()
+        reading.join(5)
+        assert not reading.is_alive()  # served while the forget waits for the service
+        assert forgetting.is_alive()
+    finally:
+        release.set()
+        forgetting.join(10)
+        ranking.join(10)
+    assert not forgetting.is_alive()
 
 
 def test_the_store_used_from_its_own_progress_callback_is_an_error_not_a_hang(

@@ -289,11 +289,11 @@ def record_key(*, tenant: Any, record_id: Any, limits: Limits = DEFAULT_LIMITS) 
 
 def version(value: Any) -> tuple[int, str]:
     """Validate a version identifier as Hit.version renders it; returns (seq, content hash)."""
-    parsed = parse_version(value) if isinstance(value, str) else None
+    parsed = parse_version(str.__str__(value)) if isinstance(value, str) else None
     if parsed is None:
-        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
         raise ValidationError(
-            "version", f"must be a version as Hit.version gives it, '<seq>-<64 hex digits>'; got {shown}"
+            "version",
+            f"must be a version as Hit.version gives it, '<seq>-<64 hex digits>'; got {shown(value)}",
         )
     return parsed
 

@@ -36,7 +36,8 @@ import math
 import ssl
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 from ..core.errors import ValidationError
@@ -46,7 +47,7 @@ from .http_transport import BoundedConnection
 from .remote_reply import Unavailable, parse_scores, read_body
 from .remote_request import candidate_json, request_body, request_headers, request_target
 from .scoring import Scorer, order, rank, scorer_name
-from .send_gate import current_gate
+from .send_gate import SendGate, current_gate
 
 # Statuses after which the same request may be sent again: the service said it
 # is overloaded or a proxy in front of it failed, so it did not score this request.
@@ -152,13 +153,15 @@ class RemoteScorer:
 
     def rank_candidates(self, query: str, candidates: Sequence[Candidate], limit: int) -> Retrieval:
         """Ranks the eligible ``candidates`` (all of them, and only them, are sent). Inside
-        retrieve(), a candidate whose record was forgotten or replaced before its batch is
-        sent is left out: not sent, not a hit (send_gate.py)."""
+        retrieve(), a candidate whose record is forgotten or replaced during the ranking is
+        left out: not sent after the store has seen it change, and not a hit
+        (send_gate.py)."""
         started = time.monotonic()
         spend = _Spend()
+        gate = current_gate.get()
         left_out: set[str] = set()  # record ids the store's gate kept back
         try:
-            scores = self._scores(query, candidates, started + self.deadline, spend, left_out)
+            scores = self._scores(query, candidates, started + self.deadline, spend, gate, left_out)
         except Unavailable as failure:
             cost = self._spent(spend, started)
             if self.fallback is None:
@@ -166,7 +169,7 @@ class RemoteScorer:
                     hits=(), eligible_count=len(candidates), status=UNAVAILABLE,
                     ranked_by=self.name, reason=str(failure), cost=cost,
                 )  # fmt: skip
-            kept = [c for c in candidates if c.record_id not in left_out]
+            kept = _still_current(gate, [c for c in candidates if c.record_id not in left_out])
             hits = rank(query, kept, self.fallback, limit)
             return Retrieval(
                 hits=hits, eligible_count=len(candidates), status=DEGRADED,
@@ -175,9 +178,11 @@ class RemoteScorer:
         scored = [(scores[c.record_id], c) for c in candidates if c.record_id in scores]
         if self.min_score is not None:
             scored = [(s, c) for s, c in scored if s > self.min_score]
+        current = {c.record_id for c in _still_current(gate, [c for _, c in scored])}
         return Retrieval(
-            hits=order(scored, limit), eligible_count=len(candidates), status=OK,
-            ranked_by=self.name, cost=self._spent(spend, started),
+            hits=order([(s, c) for s, c in scored if c.record_id in current], limit),
+            eligible_count=len(candidates), status=OK, ranked_by=self.name,
+            cost=self._spent(spend, started),
         )  # fmt: skip
 
     def _spent(self, spend: _Spend, started: float) -> ScorerCost:
@@ -192,26 +197,16 @@ class RemoteScorer:
         candidates: Sequence[Candidate],
         deadline_at: float,
         spend: _Spend,
+        gate: SendGate | None,
         left_out: set[str],
     ) -> dict[str, int | float]:
         scores: dict[str, int | float] = {}
-        gate = current_gate.get()
         for batch in self._batches(query, candidates):
-            if gate is None:
-                scores.update(self._batch_scores(query, batch, deadline_at, spend))
-                continue
-            with gate.sending(batch) as allowed:  # the store's check, just before the request
-                sent = {c.record_id for c in allowed}
-                left_out.update(c.record_id for c in batch if c.record_id not in sent)
-                if allowed:
-                    scores.update(self._batch_scores(query, allowed, deadline_at, spend))
+            posted = self._post(query, batch, deadline_at, spend, gate, left_out)
+            if posted is not None:  # None: the gate kept back the whole batch
+                reply, sent = posted
+                scores.update(parse_scores(reply, [c.record_id for c in sent]))
         return scores
-
-    def _batch_scores(
-        self, query: str, batch: Sequence[Candidate], deadline_at: float, spend: _Spend
-    ) -> dict[str, int | float]:
-        reply = self._post(request_body(query, batch), len(batch), deadline_at, spend)
-        return parse_scores(reply, [c.record_id for c in batch])
 
     def _batches(self, query: str, candidates: Sequence[Candidate]) -> list[list[Candidate]]:
         """Consecutive runs of candidates, each within both batch limits."""
@@ -241,19 +236,36 @@ class RemoteScorer:
             batches.append(current)
         return batches
 
-    def _post(self, body: bytes, n_candidates: int, deadline_at: float, spend: _Spend) -> bytes:
-        """POSTs one batch, retrying where that is safe; the reply body of an HTTP 200."""
+    def _post(
+        self,
+        query: str,
+        batch: list[Candidate],
+        deadline_at: float,
+        spend: _Spend,
+        gate: SendGate | None,
+        left_out: set[str],
+    ) -> tuple[bytes, list[Candidate]] | None:
+        """POSTs one batch, retrying where that is safe: the reply body of an HTTP 200 and
+        the candidates it scores (None: none of them may be sent). Each attempt sends only
+        what the store's gate allows then; the pause before a retry is outside the gate."""
         attempt = 0
         while True:
-            try:
-                status, reply = self._exchange(body, n_candidates, deadline_at, spend)
-            except ConnectionError as exc:
+            failure: ConnectionError | None = None
+            with _sending(gate, batch, left_out) as allowed:
+                if not allowed:
+                    return None
+                batch = allowed
+                try:
+                    status, reply = self._exchange(request_body(query, batch), len(batch), deadline_at, spend)
+                except ConnectionError as exc:
+                    failure = exc
+            if failure is not None:
                 # Refused or reset before any reply: the service scored nothing.
                 if attempt >= self.max_retries:
-                    raise Unavailable(f"connection failed: {shown(exc, str)}") from None
+                    raise Unavailable(f"connection failed: {shown(failure, str)}") from None
             else:
                 if status == 200:
-                    return reply
+                    return reply, batch
                 if status not in RETRYABLE_STATUSES or attempt >= self.max_retries:
                     raise Unavailable(f"the service replied HTTP {status}")
             pause = self.retry_backoff * (2**attempt)
@@ -300,6 +312,24 @@ class RemoteScorer:
             else f"the timeout of {self.timeout} s"
         )
         return f"the reply was not complete within {bound}" if replying else f"no reply within {bound}"
+
+
+@contextmanager
+def _sending(gate: SendGate | None, batch: list[Candidate], left_out: set[str]) -> Iterator[list[Candidate]]:
+    """The candidates of ``batch`` one attempt may send: all of them outside retrieve(), else
+    those the store's gate allows, with the attempt counted in flight for the block."""
+    if gate is None:
+        yield batch
+        return
+    with gate.sending(batch) as allowed:
+        sent = {c.record_id for c in allowed}
+        left_out.update(c.record_id for c in batch if c.record_id not in sent)
+        yield allowed
+
+
+def _still_current(gate: SendGate | None, candidates: list[Candidate]) -> list[Candidate]:
+    """The candidates a ranking may return: those still at their version, by the gate."""
+    return candidates if gate is None or not candidates else gate.current(candidates)
 
 
 def _positive(field: str, value: object, *, allow_zero: bool = False) -> float:

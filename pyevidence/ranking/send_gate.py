@@ -6,13 +6,15 @@ then sends them in batches, over seconds. Without a check, a record forgotten in
 time would still have its text sent after forget() had returned, and come back as a hit.
 
 So retrieve() sets a gate for the ranking (a context variable: the SetRanker protocol
-stays as it is), and RemoteScorer asks it, before every request, which candidates of the
-batch still are their record's current version. The store answers under its lock and
-counts the request as in flight until it ends; its forget() waits for the requests in
-flight before it erases anything. So once forget() has returned, no request of this
-store carries the record's text. A forget by another process or another EvidenceStore
-is seen by the next request's check: only the request in flight when it committed can
-still carry the text.
+stays as it is), and RemoteScorer asks it, before every attempt at a request, which
+candidates of the batch still are their record's current version, and once more before
+it returns its hits. The store answers under its lock and counts the request as in
+flight until the attempt ends (the pause before a retry is not in flight). A forget on
+the same store waits for the requests in flight to end before it erases, with the lock
+released meanwhile (other calls go on; new requests wait for the forget). So once
+forget() has returned, no request of this store carries the record's text, and no
+ranking returns it. A forget by another process or another EvidenceStore is seen by the
+next attempt's check: only the request in flight when it committed can still carry it.
 """
 
 from __future__ import annotations
@@ -25,11 +27,17 @@ from typing import Protocol
 
 from ..core.records import Candidate
 
+StillCurrent = Callable[[Sequence[Candidate]], list[Candidate]]
+
 
 class SendGate(Protocol):
     def sending(self, batch: Sequence[Candidate]) -> AbstractContextManager[list[Candidate]]:
         """The candidates of ``batch`` that may be sent, with the request counted as in
         flight until the block ends."""
+        ...
+
+    def current(self, candidates: Sequence[Candidate]) -> list[Candidate]:
+        """The candidates still at the version read: those a ranking may return."""
         ...
 
 
@@ -38,48 +46,66 @@ class SendGate(Protocol):
 current_gate: ContextVar[SendGate | None] = ContextVar("pyevidence_send_gate", default=None)
 
 
-class InFlight:
-    """How many requests of one store's rankings are in flight; erasing waits for none."""
+class Requests:
+    """One store's remote requests in flight and the erasures waiting for them. Every
+    method but end() is called with the store's lock held: the lock this is made with."""
 
-    def __init__(self) -> None:
-        self._count = 0
-        self._idle = threading.Condition()
+    def __init__(self, store_lock: threading.Lock) -> None:
+        self._lock = store_lock
+        self._changed = threading.Condition(store_lock)
+        self._in_flight = 0
+        self._erasing = 0
+
+    @contextmanager
+    def erasing(self) -> Iterator[None]:
+        """Waits until no request is in flight (the lock released meanwhile), and keeps new
+        ones from starting until the block ends."""
+        self._erasing += 1
+        try:
+            self._changed.wait_for(lambda: self._in_flight == 0)
+            yield
+        finally:
+            self._erasing -= 1
+            self._changed.notify_all()
 
     def begin(self) -> None:
-        with self._idle:
-            self._count += 1
+        """Counts a request as in flight, once no erasure is waiting or running."""
+        self._changed.wait_for(lambda: self._erasing == 0)
+        self._in_flight += 1
 
     def end(self) -> None:
-        with self._idle:
-            self._count -= 1
-            if self._count == 0:
-                self._idle.notify_all()
+        with self._lock:
+            self.end_locked()
 
-    def wait_for_none(self) -> None:
-        """Returns once no request is in flight. The caller holds the store's lock, so
-        no new request can start (its check takes that lock) while it waits."""
-        with self._idle:
-            self._idle.wait_for(lambda: self._count == 0)
+    def end_locked(self) -> None:
+        self._in_flight -= 1
+        self._changed.notify_all()
 
 
 class StoreGate:
-    """A retrieve's gate: ``still_current(batch)``, run with the store's lock held, gives
-    the candidates whose record still has that version as its current one."""
+    """A retrieve's gate: ``locked()`` holds the store's lock and gives the function that
+    picks the candidates still at their version, ``requests`` the store's count."""
 
     def __init__(
-        self,
-        locked: Callable[[], AbstractContextManager[Callable[[Sequence[Candidate]], list[Candidate]]]],
-        in_flight: InFlight,
+        self, locked: Callable[[], AbstractContextManager[StillCurrent]], requests: Requests
     ) -> None:
         self._locked = locked
-        self._in_flight = in_flight
+        self._requests = requests
 
     @contextmanager
     def sending(self, batch: Sequence[Candidate]) -> Iterator[list[Candidate]]:
         with self._locked() as still_current:
-            allowed = still_current(batch)
-            self._in_flight.begin()  # before the lock is released: a forget then waits for it
+            self._requests.begin()  # may wait for a forget, which then happens before the check
+            try:
+                allowed = still_current(batch)
+            except BaseException:
+                self._requests.end_locked()
+                raise
         try:
             yield allowed
         finally:
-            self._in_flight.end()
+            self._requests.end()
+
+    def current(self, candidates: Sequence[Candidate]) -> list[Candidate]:
+        with self._locked() as still_current:
+            return still_current(candidates)
