@@ -398,3 +398,27 @@ def test_ctrl_c_ends_the_server_while_it_waits_for_input(tmp_path: Path) -> None
         assert server.wait(timeout=20) in (0, 130)
     finally:
         server.kill()
+
+
+@pytest.mark.parametrize("over", [1, 1 << 20])  # ended in the read that passes the limit, or later
+def test_a_line_over_the_limit_is_refused_by_its_id_and_dropped(tmp_path: Path, over: int) -> None:
+    from pyevidence.interfaces.mcp_wire import MAX_LINE_BYTES
+
+    padding = "x" * (MAX_LINE_BYTES + over)
+    huge = '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "' + padding + '"}}'
+    then = {"jsonrpc": "2.0", "id": 8, "method": "tools/call"}
+    then["params"] = {"name": "retrieve_evidence", "arguments": {"query": "queue lag"}}
+    done = subprocess.run(
+        _server(tmp_path),
+        input=b"\n".join(
+            [json.dumps(INITIALIZE).encode(), json.dumps(INITIALIZED).encode(), huge.encode(),
+             json.dumps(then).encode()]
+        ) + b"\n",
+        capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())}
+    assert sorted(replies) == [1, 7, 8]
+    assert "over 16,777,216 bytes" in replies[7]["error"]["message"]
+    assert replies[8]["result"]["structuredContent"]["hits"][0]["record_id"] == "queue"

@@ -327,22 +327,53 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
         ) from None
 
 
+# The longest line the server reads: a put_evidence of a body at the store's 1 MiB limit
+# fits many times over, even with every character escaped. A longer one is refused and its
+# bytes are dropped as they come, so a client that never ends a line cannot fill the memory.
+MAX_LINE_BYTES = 16 * 1024 * 1024
+
+
+def _too_long(start: bytes) -> Refusal:
+    """The refusal of a line over MAX_LINE_BYTES, with the id its start shows, if any."""
+    request_id, notification = _id_despite_refusal(start[: 1 << 16].decode("utf-8", "replace"))
+    problem = f"the message is over {MAX_LINE_BYTES:,} bytes without a line end; it was not read"
+    return Refusal(request_id, INVALID_REQUEST, problem, reply=not notification)
+
+
 def _read_lines(fd: int, lines: Any, token: Any) -> None:
-    """The stdin reader's thread: each line of ``fd`` into the ``lines`` stream, then its end.
-    A daemon thread reading the descriptor itself: Ctrl-C then ends the process even while it
-    waits for a line (a thread blocked in sys.stdin's buffered reader kept the process alive,
-    or aborted it at exit, holding the reader's lock)."""
+    """The stdin reader's thread: each line of ``fd`` into the ``lines`` stream (a Refusal for
+    one over MAX_LINE_BYTES), then its end. A daemon thread reading the descriptor itself:
+    Ctrl-C then ends the process even while it waits for a line (a thread blocked in
+    sys.stdin's buffered reader kept the process alive, or aborted it at exit, holding the
+    reader's lock)."""
     import anyio.from_thread
 
-    pending = b""
+    def send(item: bytes | Refusal) -> None:
+        anyio.from_thread.run(lines.send, item, token=token)
+
+    pending: list[bytes] = []  # the pieces of the line not ended yet
+    size = 0  # their length
+    dropping = False  # within a line over the limit: its bytes are not kept
     try:
-        while chunk := os.read(fd, 1 << 16):
-            pending += chunk
-            *whole, pending = pending.split(b"\n")
-            for line in whole:
-                anyio.from_thread.run(lines.send, line + b"\n", token=token)
-        if pending:
-            anyio.from_thread.run(lines.send, pending, token=token)
+        try:
+            while chunk := os.read(fd, 1 << 16):
+                *ends, rest = chunk.split(b"\n")
+                for end in ends:  # each ends the line pending
+                    if not dropping:
+                        line = b"".join([*pending, end])
+                        send(line + b"\n" if len(line) <= MAX_LINE_BYTES else _too_long(line))
+                    pending, size, dropping = [], 0, False
+                if dropping:
+                    continue
+                pending.append(rest)
+                size += len(rest)
+                if size > MAX_LINE_BYTES:
+                    send(_too_long(b"".join(pending)))
+                    pending, size, dropping = [], 0, True
+            if size and not dropping:
+                send(b"".join(pending))
+        except OSError as exc:  # not an end of input, but no more can be read: end as at one
+            print(f"pyevidence mcp: could not read standard input ({exc}); ending", file=sys.stderr)
         anyio.from_thread.run(lines.aclose, token=token)
     except Exception:  # the session ended first: nobody is left to read
         pass
@@ -382,12 +413,12 @@ async def _relay(stdin: int, messages: Any, replies: _WritableReplies, unanswere
     from mcp.shared.message import SessionMessage
 
     lifecycle = _Lifecycle()
-    send_line, lines = anyio.create_memory_object_stream[bytes](16)
+    send_line, lines = anyio.create_memory_object_stream[bytes | Refusal](16)
     token = anyio.lowlevel.current_token()
     threading.Thread(target=_read_lines, args=(stdin, send_line, token), daemon=True).start()
     async with messages, lines:
         async for line in lines:
-            outcome = read_message(line)
+            outcome = line if isinstance(line, Refusal) else read_message(line)
             if outcome is None:
                 continue
             if not isinstance(outcome, Refusal):
