@@ -34,6 +34,29 @@ def _two_records(store: EvidenceStore) -> None:
     store.put(**record(record_id="z-private", body=SECRET))
 
 
+def _two_stores(open_store: Callable[..., EvidenceStore], path: Path) -> tuple[EvidenceStore, EvidenceStore]:
+    """A store with the two records, and another EvidenceStore on the same file."""
+    store, other = open_store(path), open_store(path)
+    _two_records(store)
+    return store, other
+
+
+def _forget_private(store: EvidenceStore) -> None:
+    store.forget(tenant="team-a", record_id="z-private")
+
+
+def _hold_the_first_request(service: Provider) -> tuple[threading.Event, threading.Event]:
+    """The service holds its first request until ``release`` is set; ``holding`` says it is."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        holding.set()
+        assert release.wait(10)
+
+    service.reply = _first_request_then(hold)
+    return holding, release
+
+
 def _retrieve(store: EvidenceStore, scorer: RemoteScorer) -> Any:
     return store.retrieve(query="queue", scorer=scorer, **SCOPE)  # type: ignore[arg-type]
 
@@ -54,10 +77,8 @@ def _first_request_then(action: Callable[[], None]) -> Callable[[Any], Reply]:
 def test_a_record_forgotten_by_another_store_during_the_ranking_is_not_sent(
     open_store: Callable[..., EvidenceStore], tmp_path: Path, service: Provider
 ) -> None:
-    path = tmp_path / "s.db"
-    store, other = open_store(path), open_store(path)
-    _two_records(store)
-    service.reply = _first_request_then(lambda: other.forget(tenant="team-a", record_id="z-private"))
+    store, other = _two_stores(open_store, tmp_path / "s.db")
+    service.reply = _first_request_then(lambda: _forget_private(other))
 
     result = _retrieve(store, RemoteScorer(service.url, max_batch_candidates=1))
 
@@ -70,9 +91,7 @@ def test_a_record_forgotten_by_another_store_during_the_ranking_is_not_sent(
 def test_a_record_replaced_during_the_ranking_is_left_out_of_it(
     open_store: Callable[..., EvidenceStore], tmp_path: Path, service: Provider
 ) -> None:
-    path = tmp_path / "s.db"
-    store, other = open_store(path), open_store(path)
-    _two_records(store)
+    store, other = _two_stores(open_store, tmp_path / "s.db")
     service.reply = _first_request_then(
         lambda: other.put(**record(record_id="z-private", body="new queue text"))
     )
@@ -87,20 +106,14 @@ def test_forget_waits_for_the_request_in_flight_and_the_next_one_leaves_the_reco
     store: EvidenceStore, service: Provider
 ) -> None:
     _two_records(store)
-    holding, release = threading.Event(), threading.Event()
-
-    def hold_the_first() -> None:
-        holding.set()
-        assert release.wait(10)
-
-    service.reply = _first_request_then(hold_the_first)
+    holding, release = _hold_the_first_request(service)
     results: list[Any] = []
     ranking = threading.Thread(
         target=lambda: results.append(_retrieve(store, RemoteScorer(service.url, max_batch_candidates=1)))
     )
     ranking.start()
     assert holding.wait(10)
-    forgetting = threading.Thread(target=lambda: store.forget(tenant="team-a", record_id="z-private"))
+    forgetting = threading.Thread(target=lambda: _forget_private(store))
     forgetting.start()
     forgetting.join(0.5)
     assert forgetting.is_alive()  # it waits for the request the service is holding
@@ -152,10 +165,8 @@ def test_a_scorer_used_on_its_own_sends_every_candidate_it_is_given(service: Pro
 def test_a_record_forgotten_while_its_own_request_is_in_flight_is_not_a_hit(
     open_store: Callable[..., EvidenceStore], tmp_path: Path, service: Provider
 ) -> None:
-    path = tmp_path / "s.db"
-    store, other = open_store(path), open_store(path)
-    _two_records(store)
-    service.reply = _first_request_then(lambda: other.forget(tenant="team-a", record_id="z-private"))
+    store, other = _two_stores(open_store, tmp_path / "s.db")
+    service.reply = _first_request_then(lambda: _forget_private(other))
 
     result = _retrieve(store, RemoteScorer(service.url))  # one batch: both records
 
@@ -166,15 +177,13 @@ def test_a_record_forgotten_while_its_own_request_is_in_flight_is_not_a_hit(
 def test_a_retry_sends_only_what_is_still_current(
     open_store: Callable[..., EvidenceStore], tmp_path: Path, service: Provider
 ) -> None:
-    path = tmp_path / "s.db"
-    store, other = open_store(path), open_store(path)
-    _two_records(store)
+    store, other = _two_stores(open_store, tmp_path / "s.db")
     attempts: list[Any] = []
 
     def forget_then_overloaded(document: Any) -> Reply:
         attempts.append(document)
         if len(attempts) == 1:
-            other.forget(tenant="team-a", record_id="z-private")
+            _forget_private(other)
             return 503, b"", 0.0
         return length_scores(document)
 
@@ -189,18 +198,11 @@ def test_a_forget_waiting_for_a_request_does_not_stall_other_calls(
     store: EvidenceStore, service: Provider
 ) -> None:
     _two_records(store)
-    holding, release = threading.Event(), threading.Event()
-
-    def hold_the_first(document: Any) -> Reply:
-        holding.set()
-        assert release.wait(10)
-        return length_scores(document)
-
-    service.reply = hold_the_first
+    holding, release = _hold_the_first_request(service)
     ranking = threading.Thread(target=lambda: _retrieve(store, RemoteScorer(service.url)))
     ranking.start()
     assert holding.wait(10)
-    forgetting = threading.Thread(target=lambda: store.forget(tenant="team-a", record_id="z-private"))
+    forgetting = threading.Thread(target=lambda: _forget_private(store))
     forgetting.start()
     forgetting.join(0.3)
     try:
