@@ -931,6 +931,118 @@ def test_a_node_joins_through_any_seed_and_may_join_again(tmp_path: Path) -> Non
         two.stop_all()
 
 
+def _members(cluster: Cluster) -> list[int]:
+    """The ids of the cluster's members, as its leader lists them (through dqlite-dbapi's own
+    client, not the code under test)."""
+    from dqliteclient import ClusterClient, MemoryNodeStore
+
+    async def ask() -> Any:
+        client = ClusterClient(MemoryNodeStore([n.address for n in cluster.running()]))
+        return await client.cluster_info()
+
+    return sorted(n.node_id for n in asyncio.run(ask()))
+
+
+def test_a_member_that_is_down_is_removed_and_its_address_taken_again(tmp_path: Path) -> None:
+    """docs/cluster.md, "Removing a member": a member whose machine was gone kept its vote and its
+    address for ever (no command removed it), so the cluster tolerated one failure fewer and no
+    node could join at that address."""
+    _needs_cluster()
+    three = Cluster.of_three(tmp_path)
+    first, second, third = three.nodes
+    try:
+        three.start()
+        url = three.url("removal")
+        with EvidenceStore(url) as store:
+            store.put(**record(1))
+        for running in (third, three.leader()):  # a member that answers, the leader included
+            run = _node("--remove", str(running.node_id), "--cluster", first.address)
+            assert run.returncode == 1, run.stderr
+            assert (
+                f"cannot remove node {running.node_id}: node {running.node_id} still answers at "
+                f"{running.address}, so it was not removed: stop it first (SIGTERM)" in run.stderr
+            ), run.stderr
+        assert _members(three) == [1, 2, 3]
+        third.kill()  # its machine is gone
+        run = _node("--id", "4", "--address", third.address, "--data", str(tmp_path / "n4"), "--join",
+                    first.address)  # fmt: skip
+        assert run.returncode == 1, run.stderr
+        advice = "if node 3 is down for good, remove it first: pyevidence node --remove 3 --cluster "
+        assert advice + first.address in run.stderr, run.stderr
+        shutil.rmtree(tmp_path / "n4")  # the refused start's state: node 4 starts afresh below
+        run = _node("--remove", "3", "--cluster", third.address, "--cluster", second.address)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout == (
+            f"node 3 removed from the cluster; its members: 1 at {first.address} (voter), "
+            f"2 at {second.address} (voter)\n"
+        )
+        assert _members(three) == [1, 2]
+        run = _node("--remove", "3", "--cluster", first.address)  # asked again: nothing to do
+        assert run.returncode == 0 and run.stdout == "", run.stderr
+        assert "node 3 is not a member of the cluster, so nothing was removed; its members: 1 at" in (
+            run.stderr
+        )
+        # Its address is free: a new node joins at it, under a new id, from an empty directory.
+        fourth = Node(4, third.address, tmp_path / "n4", tmp_path / "n4.log")
+        three.nodes.append(fourth)
+        fourth.start(join=[first.address])
+        assert _members(three) == [1, 2, 4]
+        # Node 3 no longer votes: with node 2 down as well, nodes 1 and 4 are a majority of the
+        # three voters (of four, with node 3 still a member, they would not be).
+        assert second.stop() == 0
+        with EvidenceStore(url) as store:
+            store.put(**record(2))
+            hits = store.retrieve(tenant="team-a", revision="v1", query="queue", now=1).hits
+        assert [h.record_id for h in hits] == ["r1", "r2"]
+    finally:
+        three.stop_all()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--remove", "3"], "--remove needs --cluster HOST:PORT of a running member"),
+        (["--remove", "0", "--cluster", "127.0.0.1:1"], "--remove must be a member's id, a positive integer"),
+        (["--remove", "3", "--remove", "4", "--cluster", "127.0.0.1:1"], "--remove is given twice"),
+        (["--remove", "3", "--cluster", "nonsense"], "--cluster must be HOST:PORT"),
+        (["--remove", "3", "--cluster", "127.0.0.1:1", "--id", "2"], "--remove runs no node and takes only"),
+        (["--remove", "3", "--cluster", "127.0.0.1:1", "--join", "127.0.0.1:2"], "takes only --cluster"),
+        (["--remove", "3", "--cluster", "127.0.0.1:1", "--new-cluster"], "takes only --cluster"),
+        (
+            ["--id", "2", "--address", "127.0.0.1:1", "--data", "D", "--cluster", "127.0.0.1:1"],
+            "--cluster names the cluster to --remove a member from; a node joins a cluster with --join",
+        ),
+    ],
+)
+def test_a_removal_it_cannot_act_on_is_a_usage_error(tmp_path: Path, args: list[str], says: str) -> None:
+    run = _node(*[str(tmp_path / "D") if a == "D" else a for a in args])
+    assert run.returncode == 2 and says in run.stderr, run.stderr
+    assert run.stdout == "" and not (tmp_path / "D").exists()
+
+
+def test_a_removal_stops_on_sigterm_and_says_it_is_unconfirmed() -> None:
+    """No member answers (a port nothing listens on): it keeps trying, as a join does, until a
+    stop signal, which ends it at once with nothing claimed."""
+    program = _node_program()
+    if program is None:
+        _needs_cluster()
+    env = {**os.environ, "PYEVIDENCE_NODE": str(program)}
+    removal = ["node", "--remove", "3", "--cluster", f"127.0.0.1:{_free_port()}"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pyevidence", *removal], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=env,
+    )  # fmt: skip
+    try:
+        time.sleep(1.5)  # several attempts, each refused at once
+        assert process.poll() is None
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=10)
+    finally:
+        process.kill()
+    assert process.returncode == 1 and out == ""
+    assert "stopped (SIGTERM) before node 3's removal was confirmed; run the command again" in err, err
+
+
 def wal_pages_written(side: Any, write: Callable[[], object]) -> int:
     """The pages write() adds to a file store's WAL, read through side (a second connection
     to the file): what a cluster's leader ships for the same write, in one Raft entry."""

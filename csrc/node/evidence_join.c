@@ -3,11 +3,7 @@
 **
 **   evidence_node --id 2 --address 10.0.0.2:9001 --data /var/lib/evidence --join 10.0.0.1:9001
 **
-** How it works. dqlite's wire protocol (the one its clients speak) is framed in
-** 8-byte words, little-endian: after a one-word handshake (the protocol version,
-** 1), every message is a header (uint32 body length in words, uint8 type, uint8
-** schema, uint16 unused) and a body of uint64 integers and NUL-terminated UTF-8
-** texts padded to a word. A join is four requests:
+** How it works. A join is four requests of dqlite's wire protocol (evidence_wire.c):
 **   LEADER  to a seed: who leads? (a node id and address; id 0: no leader yet)
 **   CLUSTER to the leader: the members, each with its role (voter 0, standby 1, spare 2)
 **   ADD     to the leader, if the node is not a member: it joins as a spare
@@ -18,380 +14,59 @@
 */
 #include "evidence_join.h"
 
-#include "evidence_address.h"
+#include "evidence_wire.h"
 
-#include <errno.h>
-#include <netdb.h>
-#include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-enum { REQ_LEADER = 0, REQ_ADD = 12, REQ_ASSIGN = 13, REQ_CLUSTER = 16 };
-enum { RES_FAILURE = 0, RES_LEADER = 1, RES_SERVERS = 3, RES_EMPTY = 8 };
-enum { ROLE_VOTER = 0, ROLE_ABSENT = -1 };
-
-#define JOIN_PROTOCOL_VERSION 1
-#define JOIN_MAX_BODY (1 << 20) /* a membership list is far smaller; more is a wrong peer */
-#define JOIN_DIAL_TIMEOUT_S 5   /* a seed that does not answer is passed over */
-#define JOIN_IO_TIMEOUT_S 60    /* ASSIGN waits until the node caught up with the log */
-
-/* A message body being written or read: bytes and a cursor. */
-typedef struct JoinBuf {
-  unsigned char *a;
-  size_t n;   /* bytes in a */
-  size_t pos; /* read cursor */
-} JoinBuf;
-
-static void joinSetError(char *zErr, int nErr, const char *zFormat, ...) {
-  va_list ap;
-  va_start(ap, zFormat);
-  vsnprintf(zErr, (size_t)nErr, zFormat, ap);
-  va_end(ap);
-}
-
-static void bufPutU64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t bufGetU64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
-
-static int bufReadU64(JoinBuf *b, uint64_t *v) {
-  if (b->n - b->pos < 8) return -1;
-  *v = bufGetU64(b->a + b->pos);
-  b->pos += 8;
-  return 0;
-}
-
-/* A text of the body, in place (it is NUL-terminated there); -1 if malformed. */
-static int bufReadText(JoinBuf *b, const char **z) {
-  const unsigned char *start = b->a + b->pos;
-  const unsigned char *nul = memchr(start, 0, b->n - b->pos);
-  size_t used;
-  if (nul == 0) return -1;
-  used = ((size_t)(nul - start) + 1 + 7) / 8 * 8;
-  if (used > b->n - b->pos) return -1;
-  *z = (const char *)start;
-  b->pos += used;
-  return 0;
-}
-
-/* Words needed for a text: the bytes, the NUL, padding to a word. */
-static size_t textWords(const char *z) {
-  return (strlen(z) + 1 + 7) / 8;
-}
-
-/* Waits for a connection and stops early on a stop signal. The caller blocks the
-** stop signals, so a pending one makes stopFd (a signalfd of them) readable, and
-** stays pending for evidenceJoin's sigtimedwait() to take and name. */
-typedef struct JoinWait {
-  int stopFd;  /* -1 if signalfd() failed: the waits then run to their timeouts */
-  int stopped; /* a wait ended because a stop signal came */
-} JoinWait;
-
-static long long nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* 0 once fd is ready for `events`; -1 with errno ETIMEDOUT after timeout_s, or
-** EINTR and w->stopped set when a stop signal is pending. */
-static int joinWaitFor(JoinWait *w, int fd, short events, int timeout_s) {
-  const long long deadline = nowMs() + timeout_s * 1000LL;
-  for (;;) {
-    struct pollfd p[2] = {{fd, events, 0}, {w->stopFd, POLLIN, 0}}; /* poll() skips a negative fd */
-    long long left = deadline - nowMs();
-    int n;
-    if (left <= 0) {
-      errno = ETIMEDOUT;
-      return -1;
-    }
-    n = poll(p, 2, (int)left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return -1;
-    if (p[1].revents != 0) {
-      w->stopped = 1;
-      errno = EINTR;
-      return -1;
-    }
-    if (p[0].revents != 0) return 0;
-  }
-}
-
-static int writeAll(JoinWait *w, int fd, const unsigned char *p, size_t n) {
-  while (n > 0) {
-    ssize_t r = write(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (joinWaitFor(w, fd, POLLOUT, JOIN_IO_TIMEOUT_S) != 0) return -1;
-      continue;
-    }
-    if (r <= 0) return -1;
-    p += r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
-
-/* -1 with errno 0 when the peer closed the connection. */
-static int readAll(JoinWait *w, int fd, unsigned char *p, size_t n) {
-  while (n > 0) {
-    ssize_t r = read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (joinWaitFor(w, fd, POLLIN, JOIN_IO_TIMEOUT_S) != 0) return -1;
-      continue;
-    }
-    if (r == 0) errno = 0;
-    if (r <= 0) return -1;
-    p += r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
-
-/* A non-blocking connect() bounded by JOIN_DIAL_TIMEOUT_S; 0, or -1 with errno. */
-static int joinConnect(JoinWait *w, int fd, const struct addrinfo *ai) {
-  int err = 0;
-  socklen_t len = sizeof(err);
-  if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) return 0;
-  if (errno != EINPROGRESS) return -1;
-  if (joinWaitFor(w, fd, POLLOUT, JOIN_DIAL_TIMEOUT_S) != 0) return -1;
-  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return -1;
-  errno = err;
-  return err == 0 ? 0 : -1;
-}
-
-/* Connects to HOST:PORT ([V6ADDR]:PORT for IPv6) and sends the handshake. */
-static int joinDial(JoinWait *w, const char *address, int *pFd, char *zErr, int nErr) {
-  char host[256];
-  char port[8];
-  unsigned portNumber;
-  const char *name = host;
-  size_t hostLen;
-  struct addrinfo hints, *res = 0, *ai;
-  unsigned char hello[8];
-  int fd = -1, rc;
-  if (evidenceAddressSplit(address, host, sizeof(host), &portNumber) != 0) {
-    joinSetError(zErr, nErr, "%s is not HOST:PORT", address);
-    return -1;
-  }
-  hostLen = strlen(host);
-  if (hostLen >= 2 && host[0] == '[' && host[hostLen - 1] == ']') {
-    host[hostLen - 1] = 0;
-    name = host + 1;
-  }
-  snprintf(port, sizeof(port), "%u", portNumber);
-  memset(&hints, 0, sizeof(hints));
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  if ((rc = getaddrinfo(name, port, &hints, &res)) != 0) {
-    joinSetError(zErr, nErr, "cannot resolve %s: %s", name, gai_strerror(rc));
-    return -1;
-  }
-  errno = 0;
-  for (ai = res; ai != 0 && fd < 0 && !w->stopped; ai = ai->ai_next) {
-    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd >= 0 && joinConnect(w, fd, ai) != 0) {
-      int err = errno;
-      close(fd);
-      fd = -1;
-      errno = err;
-    }
-  }
-  freeaddrinfo(res);
-  if (fd < 0) {
-    joinSetError(zErr, nErr, "cannot connect to %s: %s", address, w->stopped ? "stopped" : strerror(errno));
-    return -1;
-  }
-  bufPutU64(hello, JOIN_PROTOCOL_VERSION);
-  if (writeAll(w, fd, hello, sizeof(hello)) != 0) {
-    joinSetError(zErr, nErr, "cannot talk to %s: %s", address, strerror(errno));
-    close(fd);
-    return -1;
-  }
-  *pFd = fd;
-  return 0;
-}
-
-/* Sends one request and reads its response into *pRes (the caller frees pRes->a).
-** A FAILURE response is turned into -1 with the server's message. */
-static int joinRoundTrip(JoinWait *w, int fd, int type, const unsigned char *body, size_t nBody, int expect,
-                         JoinBuf *pRes, char *zErr, int nErr) {
-  unsigned char header[8];
-  uint64_t code;
-  const char *zMsg;
-  size_t nWords = nBody / 8;
-  memset(header, 0, sizeof(header));
-  for (int i = 0; i < 4; i++) header[i] = (unsigned char)(nWords >> (8 * i));
-  header[4] = (unsigned char)type;
-  if (writeAll(w, fd, header, 8) != 0 || writeAll(w, fd, body, nBody) != 0 ||
-      readAll(w, fd, header, 8) != 0) {
-    joinSetError(zErr, nErr, "the connection failed: %s", errno ? strerror(errno) : "closed by the peer");
-    return -1;
-  }
-  nWords = (size_t)header[0] | (size_t)header[1] << 8 | (size_t)header[2] << 16 | (size_t)header[3] << 24;
-  if (nWords * 8 > JOIN_MAX_BODY) {
-    joinSetError(zErr, nErr, "the peer sent a %zu-byte message: not a dqlite node?", nWords * 8);
-    return -1;
-  }
-  pRes->n = nWords * 8;
-  pRes->pos = 0;
-  pRes->a = malloc(pRes->n + 1);
-  if (pRes->a == 0) {
-    joinSetError(zErr, nErr, "out of memory");
-    return -1;
-  }
-  if (readAll(w, fd, pRes->a, pRes->n) != 0) {
-    joinSetError(zErr, nErr, "the connection failed while reading a reply");
-    goto fail;
-  }
-  if (header[4] == RES_FAILURE) {
-    if (bufReadU64(pRes, &code) == 0 && bufReadText(pRes, &zMsg) == 0) {
-      joinSetError(zErr, nErr, "%s (code %llu)", zMsg, (unsigned long long)code);
-    } else {
-      joinSetError(zErr, nErr, "the request failed");
-    }
-    goto fail;
-  }
-  if (header[4] != expect) {
-    joinSetError(zErr, nErr, "unexpected reply type %d to request %d", header[4], type);
-    goto fail;
-  }
-  return 0;
-fail:
-  free(pRes->a);
-  pRes->a = 0;
-  return -1;
-}
-
-/* Asks the node on fd who leads: copies the leader's address into zLeader, "" if none yet. */
-static int joinAskLeader(JoinWait *w, int fd, char *zLeader, size_t nLeader, char *zErr, int nErr) {
-  unsigned char body[8];
-  JoinBuf res;
-  uint64_t id;
-  const char *z;
-  bufPutU64(body, 0);
-  if (joinRoundTrip(w, fd, REQ_LEADER, body, 8, RES_LEADER, &res, zErr, nErr) != 0) return -1;
-  if (bufReadU64(&res, &id) != 0 || bufReadText(&res, &z) != 0 || strlen(z) >= nLeader) {
-    joinSetError(zErr, nErr, "malformed leader reply");
-    free(res.a);
-    return -1;
-  }
-  snprintf(zLeader, nLeader, "%s", id == 0 ? "" : z);
-  free(res.a);
-  return 0;
-}
+#define ROLE_ABSENT -1
 
 /* The role of node id in the leader's membership list, or ROLE_ABSENT, the address it
 ** is a member at (zAt, "" if absent), and the id of another member at `address` (0 if
 ** none): dqlite refuses to add a node at an address a member holds. */
-static int joinAskRole(JoinWait *w, int fd, uint64_t id, const char *address, int *pRole, char *zAt,
+static int joinAskRole(WireWait *w, int fd, uint64_t id, const char *address, int *pRole, char *zAt,
                        size_t nAt, uint64_t *pOther, char *zErr, int nErr) {
-  unsigned char body[8];
-  JoinBuf res;
-  uint64_t n, nodeId, role;
-  const char *z;
-  bufPutU64(body, 1); /* format 1: with roles */
-  if (joinRoundTrip(w, fd, REQ_CLUSTER, body, 8, RES_SERVERS, &res, zErr, nErr) != 0) return -1;
+  WireMember members[WIRE_MAX_MEMBERS];
+  int n;
+  if (wireMembers(w, fd, members, WIRE_MAX_MEMBERS, &n, zErr, nErr) != 0) return -1;
   *pRole = ROLE_ABSENT;
   *pOther = 0;
   zAt[0] = 0;
-  if (bufReadU64(&res, &n) != 0) goto malformed;
-  for (uint64_t i = 0; i < n; i++) {
-    if (bufReadU64(&res, &nodeId) != 0 || bufReadText(&res, &z) != 0 || bufReadU64(&res, &role) != 0) {
-      goto malformed;
-    }
-    if (nodeId == id) {
-      *pRole = (int)role;
-      snprintf(zAt, nAt, "%s", z);
-    } else if (strcmp(z, address) == 0) {
-      *pOther = nodeId;
+  for (int i = 0; i < n; i++) {
+    if (members[i].id == id) {
+      *pRole = members[i].role;
+      snprintf(zAt, nAt, "%s", members[i].address);
+    } else if (strcmp(members[i].address, address) == 0) {
+      *pOther = members[i].id;
     }
   }
-  free(res.a);
-  return 0;
-malformed:
-  joinSetError(zErr, nErr, "malformed membership reply");
-  free(res.a);
-  return -1;
-}
-
-static int joinAdd(JoinWait *w, int fd, uint64_t id, const char *address, char *zErr, int nErr) {
-  size_t n = 8 + 8 * textWords(address);
-  unsigned char *body = calloc(1, n);
-  JoinBuf res;
-  int rc;
-  if (body == 0) {
-    joinSetError(zErr, nErr, "out of memory");
-    return -1;
-  }
-  bufPutU64(body, id);
-  memcpy(body + 8, address, strlen(address));
-  rc = joinRoundTrip(w, fd, REQ_ADD, body, n, RES_EMPTY, &res, zErr, nErr);
-  free(body);
-  if (rc == 0) free(res.a);
-  return rc;
-}
-
-static int joinAssignVoter(JoinWait *w, int fd, uint64_t id, char *zErr, int nErr) {
-  unsigned char body[16];
-  JoinBuf res;
-  bufPutU64(body, id);
-  bufPutU64(body + 8, ROLE_VOTER);
-  if (joinRoundTrip(w, fd, REQ_ASSIGN, body, 16, RES_EMPTY, &res, zErr, nErr) != 0) return -1;
-  free(res.a);
   return 0;
 }
 
 /* One attempt through one seed. *pAdded: this process added the node (so a fresh
 ** node found in the membership is itself, half-way through its join). */
-static int joinThrough(JoinWait *w, const char *seed, uint64_t id, const char *address, int fresh,
+static int joinThrough(WireWait *w, const char *seed, uint64_t id, const char *address, int fresh,
                        int *pAdded, char *zErr, int nErr) {
-  char zLeader[256];
-  char zAt[256];
+  char zLeader[WIRE_ADDRESS_MAX];
+  char zAt[WIRE_ADDRESS_MAX];
   char zWhy[512];
   uint64_t other;
   int fd, role, rc = JOIN_FAILED;
-  if (joinDial(w, seed, &fd, zWhy, sizeof(zWhy)) != 0) {
-    joinSetError(zErr, nErr, "%s", zWhy);
-    return JOIN_FAILED;
-  }
-  rc = joinAskLeader(w, fd, zLeader, sizeof(zLeader), zWhy, sizeof(zWhy));
-  close(fd);
-  if (rc != 0) {
-    joinSetError(zErr, nErr, "asking %s for the leader: %s", seed, zWhy);
-    return JOIN_FAILED;
-  }
-  if (zLeader[0] == 0) {
-    joinSetError(zErr, nErr, "%s knows no leader (an election may be under way)", seed);
-    return JOIN_FAILED;
-  }
-  if (joinDial(w, zLeader, &fd, zWhy, sizeof(zWhy)) != 0) {
-    joinSetError(zErr, nErr, "leader %s: %s", zLeader, zWhy);
-    return JOIN_FAILED;
-  }
+  if (wireDialLeader(w, seed, &fd, zLeader, sizeof(zLeader), zErr, nErr) != 0) return JOIN_FAILED;
   rc = joinAskRole(w, fd, id, address, &role, zAt, sizeof(zAt), &other, zWhy, sizeof(zWhy));
   if (rc == 0 && role == ROLE_ABSENT && other != 0) {
-    joinSetError(zErr, nErr,
+    wireSetError(zErr, nErr,
                  "%s is the address of node %llu of the cluster already (a member that is down keeps its "
-                 "address until it is removed); give this node another --address",
-                 address, (unsigned long long)other);
+                 "address until it is removed); give this node another --address, or, if node %llu is down "
+                 "for good, remove it first: pyevidence node --remove %llu --cluster %s",
+                 address, (unsigned long long)other, (unsigned long long)other, (unsigned long long)other,
+                 seed);
     close(fd);
     return JOIN_REFUSED;
   }
   if (rc == 0 && role != ROLE_ABSENT && strcmp(zAt, address) != 0) {
-    joinSetError(zErr, nErr,
+    wireSetError(zErr, nErr,
                  "node %llu is a member of the cluster already, at %s; give this node another --id, or "
                  "restart node %llu from its own data directory",
                  (unsigned long long)id, zAt, (unsigned long long)id);
@@ -399,53 +74,38 @@ static int joinThrough(JoinWait *w, const char *seed, uint64_t id, const char *a
     return JOIN_REFUSED;
   }
   if (rc == 0 && role != ROLE_ABSENT && fresh && !*pAdded) {
-    joinSetError(zErr, nErr,
+    wireSetError(zErr, nErr,
                  "node %llu is a member of the cluster already, and this data directory holds no state of "
                  "it: a member that lost its state must not vote again under its id; give this node "
-                 "another --id (and remove the old member from the cluster)",
-                 (unsigned long long)id);
+                 "another --id (and remove the old member: pyevidence node --remove %llu --cluster %s)",
+                 (unsigned long long)id, (unsigned long long)id, seed);
     close(fd);
     return JOIN_REFUSED;
   }
   if (rc == 0 && role == ROLE_ABSENT) {
     *pAdded = 1; /* before the reply: a leader may commit the ADD and lose its answer */
-    rc = joinAdd(w, fd, id, address, zWhy, sizeof(zWhy));
+    rc = wireAdd(w, fd, id, address, zWhy, sizeof(zWhy));
   }
-  if (rc == 0 && role != ROLE_VOTER) rc = joinAssignVoter(w, fd, id, zWhy, sizeof(zWhy));
+  if (rc == 0 && role != WIRE_ROLE_VOTER) rc = wireAssign(w, fd, id, WIRE_ROLE_VOTER, zWhy, sizeof(zWhy));
   close(fd);
-  if (rc != 0) joinSetError(zErr, nErr, "leader %s: %s", zLeader, zWhy);
+  if (rc != 0) wireSetError(zErr, nErr, "leader %s: %s", zLeader, zWhy);
   return rc == 0 ? 0 : JOIN_FAILED;
+}
+
+typedef struct JoinTarget {
+  uint64_t id;
+  const char *address;
+  int fresh;
+  int added; /* this process added the node */
+} JoinTarget;
+
+static int joinAttempt(WireWait *w, const char *seed, void *ctx, char *zErr, int nErr) {
+  JoinTarget *t = ctx;
+  return joinThrough(w, seed, t->id, t->address, t->fresh, &t->added, zErr, nErr);
 }
 
 int evidenceJoin(uint64_t id, const char *address, int fresh, const char *const *seeds, int n_seeds,
                  int timeout_ms, const sigset_t *stop, char *zErr, int nErr) {
-  const long long started = nowMs(), deadline = started + timeout_ms;
-  const struct timespec pause = {0, 200 * 1000 * 1000}, none = {0, 0};
-  long long nextReport = started + 10000;
-  JoinWait w = {signalfd(-1, stop, SFD_CLOEXEC), 0};
-  int added = 0, rc = JOIN_FAILED;
-  joinSetError(zErr, nErr, "no seed address given");
-  for (int attempt = 0; n_seeds > 0; attempt++) {
-    int sig;
-    errno = 0;
-    rc = joinThrough(&w, seeds[attempt % n_seeds], id, address, fresh, &added, zErr, nErr);
-    if (rc != JOIN_FAILED) break;
-    if (!w.stopped && nowMs() >= deadline) break;
-    if (!w.stopped && nowMs() >= nextReport) {
-      fprintf(stderr, "evidence_node: still trying to join, for %lld s of %d: %s\n",
-              (nowMs() - started) / 1000, timeout_ms / 1000, zErr);
-      nextReport += 10000;
-    }
-    /* Between attempts; at once if a stop signal is pending (it ended the attempt, or
-    ** came between two). */
-    sig = sigtimedwait(stop, 0, attempt % n_seeds == n_seeds - 1 && !w.stopped ? &pause : &none);
-    if (sig > 0) {
-      joinSetError(zErr, nErr, "%s", sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "a signal");
-      rc = JOIN_STOPPED;
-      break;
-    }
-    w.stopped = 0;
-  }
-  if (w.stopFd >= 0) close(w.stopFd);
-  return rc;
+  JoinTarget target = {id, address, fresh, 0};
+  return wireRetry(seeds, n_seeds, timeout_ms, stop, "join", joinAttempt, &target, zErr, nErr);
 }

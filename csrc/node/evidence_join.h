@@ -1,10 +1,8 @@
 /*
 ** evidence_join.h: adding a node to a running dqlite cluster, from the node itself.
 **
-** libdqlite 1.11 has no client API, and a node becomes a member of a cluster
-** only when the cluster's leader is asked to add it. evidence_join.c speaks
-** the few messages of dqlite's wire protocol this takes (LEADER, CLUSTER, ADD,
-** ASSIGN) over a plain TCP socket.
+** A node becomes a member of a cluster only when the cluster's leader is asked
+** to add it: evidence_join.c asks, through the requests of evidence_wire.h.
 */
 #ifndef EVIDENCE_JOIN_H
 #define EVIDENCE_JOIN_H
@@ -12,9 +10,11 @@
 #include <signal.h>
 #include <stdint.h>
 
-#define JOIN_FAILED -1  /* no seed led to a join before the deadline: the last reason in zErr */
-#define JOIN_REFUSED -2 /* the cluster has this id already, and it is not this node's to take */
-#define JOIN_STOPPED -3 /* a signal of `stop` came: zErr names it */
+#include "evidence_wire.h"
+
+#define JOIN_FAILED WIRE_FAILED   /* no seed led to a join before the deadline: the last reason in zErr */
+#define JOIN_REFUSED -2           /* the cluster has this id already, and it is not this node's to take */
+#define JOIN_STOPPED WIRE_STOPPED /* a signal of `stop` came: zErr names it */
 
 /* Makes node (id, address) a voting member of the cluster that one of the
 ** n_seeds addresses (HOST:PORT, any member) belongs to: asks a seed who leads,

@@ -4,13 +4,16 @@
 **   evidence_node --id 1 --address 127.0.0.1:9001 --data /tmp/n1 --new-cluster
 **   evidence_node --id 2 --address 127.0.0.1:9002 --data /tmp/n2 --join 127.0.0.1:9001
 **   evidence_node --id 3 --address 127.0.0.1:9003 --data /tmp/n3 --join 127.0.0.1:9001
+**   evidence_node --remove 3 --cluster 127.0.0.1:9001      (node 3 is down for good)
 **
 ** Runs in the foreground, logs to stderr (a crash report too, evidence_crash.c),
 ** stops cleanly on SIGTERM or SIGINT (exit status 0). Node 1 starts a new
 ** cluster, on its first start and only when told so (--new-cluster); every other
 ** node joins one through --join (any member; several may be given), once, on its
 ** first start (evidence_join.c). A restarted node keeps its id and data directory
-** and needs neither; given --join, it checks it is still a voter.
+** and needs neither; given --join, it checks it is still a voter. With --remove
+** it runs no node: it asks the cluster to let a member that is down go
+** (evidence_remove.c), and exits.
 **
 ** Why --new-cluster. libdqlite starts a new cluster whenever node 1 starts on an
 ** empty data directory. Node 1 restarted after losing its directory would then
@@ -40,9 +43,11 @@
 #include "evidence_address.h"
 #include "evidence_crash.h"
 #include "evidence_join.h"
+#include "evidence_remove.h"
 
 #define MAX_SEEDS 16
-#define JOIN_TIMEOUT_MS 120000 /* an election, then the new node catching up */
+#define JOIN_TIMEOUT_MS 120000  /* an election, then the new node catching up */
+#define REMOVE_TIMEOUT_MS 60000 /* an election at most */
 
 /* evidence_ext.c: the extension's entry point, built into this program with -DSQLITE_CORE. */
 int sqlite3_evidence_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi);
@@ -53,14 +58,18 @@ typedef struct NodeOptions {
   const char *data;
   const char *seeds[MAX_SEEDS];
   int n_seeds;
-  unsigned latency_ms; /* 0: dqlite's default */
-  int new_cluster;     /* --new-cluster: node 1 may start a cluster on an empty directory */
+  unsigned latency_ms;          /* 0: dqlite's default */
+  int new_cluster;              /* --new-cluster: node 1 may start a cluster on an empty directory */
+  unsigned long long remove_id; /* --remove N: no node runs; member N leaves the cluster */
+  const char *cluster[MAX_SEEDS];
+  int n_cluster;
 } NodeOptions;
 
 static void usage(FILE *out) {
   fprintf(out,
           "usage: evidence_node --id N --address HOST:PORT --data DIR [--new-cluster | --join HOST:PORT "
           "...] [--latency-ms MS]\n"
+          "       evidence_node --remove N --cluster HOST:PORT ...\n"
           "  --id N             this node's id, a positive integer; 1 starts a new cluster\n"
           "  --new-cluster      start a new cluster (node 1's first start only: an empty data\n"
           "                     directory is otherwise refused, as a member that lost its data)\n"
@@ -69,7 +78,10 @@ static void usage(FILE *out) {
           "  --join H:P         a member of the cluster to join (repeatable)\n"
           "  --latency-ms MS    the network's one-way latency: followers elect a new leader after\n"
           "                     15 x MS without a heartbeat (default 3 s), and a node busy with a\n"
-          "                     large write misses them; 50 on loopback, more across machines\n");
+          "                     large write misses them; 50 on loopback, more across machines\n"
+          "  --remove N         run no node: remove member N, which must be down, from the cluster\n"
+          "                     (a machine gone for good); exits once the cluster committed it\n"
+          "  --cluster H:P      with --remove: a running member to ask (repeatable)\n");
 }
 
 static int parseUnsigned(const char *z, unsigned long long max, unsigned long long *out) {
@@ -88,6 +100,7 @@ static unsigned optionBit(const char *flag) {
          : strcmp(flag, "--address") == 0    ? 2u
          : strcmp(flag, "--data") == 0       ? 4u
          : strcmp(flag, "--latency-ms") == 0 ? 8u
+         : strcmp(flag, "--remove") == 0     ? 16u
                                              : 0u;
 }
 
@@ -109,7 +122,8 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
       continue;
     }
     if (strcmp(flag, "--id") != 0 && strcmp(flag, "--address") != 0 && strcmp(flag, "--data") != 0 &&
-        strcmp(flag, "--join") != 0 && strcmp(flag, "--latency-ms") != 0) {
+        strcmp(flag, "--join") != 0 && strcmp(flag, "--latency-ms") != 0 && strcmp(flag, "--remove") != 0 &&
+        strcmp(flag, "--cluster") != 0) {
       fprintf(stderr, "evidence_node: unknown option %s\n", flag);
       usage(stderr);
       return 2;
@@ -119,7 +133,7 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
       return 2;
     }
     i++;
-    if (strcmp(flag, "--join") != 0 && (seen & optionBit(flag)) != 0) {
+    if (strcmp(flag, "--join") != 0 && strcmp(flag, "--cluster") != 0 && (seen & optionBit(flag)) != 0) {
       fprintf(stderr, "evidence_node: %s is given twice; give it once\n", flag);
       return 2;
     }
@@ -133,16 +147,23 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
       o->address = value;
     } else if (strcmp(flag, "--data") == 0) {
       o->data = value;
-    } else if (strcmp(flag, "--join") == 0) {
-      if (o->n_seeds == MAX_SEEDS) {
-        fprintf(stderr, "evidence_node: at most %d --join addresses\n", MAX_SEEDS);
+    } else if (strcmp(flag, "--remove") == 0) {
+      if (parseUnsigned(value, ~0ULL, &o->remove_id) != 0) {
+        fprintf(stderr, "evidence_node: --remove must be a member's id, a positive integer, got %s\n", value);
+        return 2;
+      }
+    } else if (strcmp(flag, "--join") == 0 || strcmp(flag, "--cluster") == 0) {
+      const char **list = flag[2] == 'j' ? o->seeds : o->cluster;
+      int *n_list = flag[2] == 'j' ? &o->n_seeds : &o->n_cluster;
+      if (*n_list == MAX_SEEDS) {
+        fprintf(stderr, "evidence_node: at most %d %s addresses\n", MAX_SEEDS, flag);
         return 2;
       }
       if (evidenceAddressCheck(value, 0, zWhy, sizeof(zWhy)) != 0) {
-        fprintf(stderr, "evidence_node: --join %s\n", zWhy);
+        fprintf(stderr, "evidence_node: %s %s\n", flag, zWhy);
         return 2;
       }
-      o->seeds[o->n_seeds++] = value;
+      list[(*n_list)++] = value;
     } else {
       if (parseUnsigned(value, 3600000, &n) != 0) {
         fprintf(stderr, "evidence_node: --latency-ms must be 1..3600000, got %s\n", value);
@@ -150,6 +171,25 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
       }
       o->latency_ms = (unsigned)n;
     }
+  }
+  if (o->remove_id != 0) {
+    if (seen != 16u || o->new_cluster || o->n_seeds > 0) {
+      fprintf(stderr,
+              "evidence_node: --remove runs no node and takes only --cluster HOST:PORT (a running member "
+              "to ask); leave out --id, --address, --data, --join, --new-cluster and --latency-ms\n");
+      return 2;
+    }
+    if (o->n_cluster == 0) {
+      fprintf(stderr, "evidence_node: --remove needs --cluster HOST:PORT of a running member\n");
+      return 2;
+    }
+    return 0;
+  }
+  if (o->n_cluster > 0) {
+    fprintf(stderr,
+            "evidence_node: --cluster names the cluster to --remove a member from; a node joins a cluster "
+            "with --join\n");
+    return 2;
   }
   if (o->id == 0 || o->address == 0 || o->data == 0) {
     fprintf(stderr, "evidence_node: --id, --address and --data are required\n");
@@ -227,14 +267,47 @@ static int stopNode(dqlite_node *node, int status) {
   return status;
 }
 
+/* --remove: asks the cluster to remove a member that is down. Exit status 0 when it is
+** removed or was not a member, 1 when it could not be removed. */
+static int removeMember(const NodeOptions *o) {
+  sigset_t stopSignals;
+  char zMsg[4096];
+  int rc;
+  signal(SIGPIPE, SIG_IGN);
+  sigemptyset(&stopSignals);
+  sigaddset(&stopSignals, SIGTERM);
+  sigaddset(&stopSignals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stopSignals, 0);
+  rc = evidenceRemove(o->remove_id, o->cluster, o->n_cluster, REMOVE_TIMEOUT_MS, &stopSignals, zMsg,
+                      sizeof(zMsg));
+  if (rc == 0) {
+    printf("%s\n", zMsg);
+    return fflush(stdout) == 0 ? 0 : 1;
+  }
+  if (rc == REMOVE_ABSENT) {
+    fprintf(stderr, "evidence_node: %s\n", zMsg);
+    return 0;
+  }
+  if (rc == REMOVE_STOPPED) {
+    fprintf(stderr,
+            "evidence_node: stopped (%s) before node %llu's removal was confirmed; run the command again "
+            "to find out: it removes the node, or says it is not a member\n",
+            zMsg, o->remove_id);
+  } else {
+    fprintf(stderr, "evidence_node: cannot remove node %llu: %s\n", o->remove_id, zMsg);
+  }
+  return 1;
+}
+
 int main(int argc, char **argv) {
   NodeOptions o;
   dqlite_node *node = 0;
   sigset_t stopSignals;
-  char zErr[512];
+  char zErr[1024];
   int sig = 0, restarted, rc;
 
   if ((rc = parseOptions(argc, argv, &o)) != 0) return rc;
+  if (o.remove_id != 0) return removeMember(&o);
   if ((rc = checkDataDirectory(o.data)) != 0) return rc;
   restarted = hasRaftState(o.data);
   if (!restarted && o.id == 1 && !o.new_cluster) {

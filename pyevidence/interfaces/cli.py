@@ -150,7 +150,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "node",
-        help=f"run one node of a replicated cluster: {cluster_node.SYNOPSIS}",
+        help=f"run one node of a replicated cluster: {cluster_node.SYNOPSIS}; or remove a member that "
+        f"is down: {cluster_node.REMOVE_SYNOPSIS}",
         add_help=False,
     )
     p.add_argument("node_args", nargs=argparse.REMAINDER, help="the node's options (see --help)")
@@ -547,7 +548,10 @@ def _main(argv: list[str]) -> int:
             cluster_node.exec_node(argv[1:])
         except (EvidenceError, OSError) as exc:
             if argv[1:] in (["--help"], ["-h"]):  # the options, and why the program cannot say more
-                print(f"usage: pyevidence node {cluster_node.SYNOPSIS}\n\n{exc}")
+                print(
+                    f"usage: pyevidence node {cluster_node.SYNOPSIS}\n"
+                    f"       pyevidence node {cluster_node.REMOVE_SYNOPSIS}\n\n{exc}"
+                )
                 return EXIT_OK
             print(f"pyevidence: error: {exc}", file=sys.stderr)
         return EXIT_STORE

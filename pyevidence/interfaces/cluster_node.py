@@ -22,6 +22,8 @@ from ..core.errors import EngineUnavailableError
 PROGRAM = "evidence_node"
 # Its options; the program's own --help describes each (csrc/node/evidence_node.c).
 SYNOPSIS = "--id N --address HOST:PORT --data DIR [--new-cluster | --join HOST:PORT ...] [--latency-ms MS]"
+# It runs no node then: it removes member N, which is down, from the cluster (evidence_remove.c).
+REMOVE_SYNOPSIS = "--remove N --cluster HOST:PORT ..."
 
 
 # Where 'make node' puts it, in the checkout an editable install runs from (pyevidence/interfaces/
