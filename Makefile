@@ -175,8 +175,8 @@ build/fuzz_%: csrc/test/fuzz_%.c $(EXT_SOURCES) $(C_HEADERS) | build
 ## apt-get install libdqlite-dev); `make test-cluster` installs them if missing. -rdynamic: the
 ## node's own functions are named in its crash reports (csrc/node/evidence_crash.c).
 .PHONY: node
-NODE_SOURCES := csrc/node/evidence_node.c csrc/node/evidence_join.c csrc/node/evidence_remove.c csrc/node/evidence_wire.c csrc/node/evidence_crash.c csrc/node/evidence_address.c
-NODE_HEADERS := csrc/node/evidence_join.h csrc/node/evidence_remove.h csrc/node/evidence_wire.h csrc/node/evidence_crash.h csrc/node/evidence_address.h
+NODE_SOURCES := csrc/node/evidence_node.c csrc/node/evidence_join.c csrc/node/evidence_members.c csrc/node/evidence_remove.c csrc/node/evidence_wire.c csrc/node/evidence_crash.c csrc/node/evidence_address.c
+NODE_HEADERS := csrc/node/evidence_join.h csrc/node/evidence_members.h csrc/node/evidence_remove.h csrc/node/evidence_wire.h csrc/node/evidence_crash.h csrc/node/evidence_address.h
 
 node: build/evidence_node
 

@@ -943,6 +943,16 @@ def _members(cluster: Cluster) -> list[int]:
     return sorted(n.node_id for n in asyncio.run(ask()))
 
 
+def _listed(cluster: Cluster) -> dict[str, Any]:
+    """What `pyevidence node --members` prints, asked through the first running node."""
+    run = _node("--members", "--cluster", cluster.running()[0].address)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert run.stdout.endswith("\n") and run.stdout.count("\n") == 1  # one line
+    listed: dict[str, Any] = json.loads(run.stdout)
+    assert run.stdout == json.dumps(listed, sort_keys=True) + "\n"  # keys sorted, as the CLI's JSON
+    return listed
+
+
 def test_a_member_that_is_down_is_removed_and_its_address_taken_again(tmp_path: Path) -> None:
     """docs/cluster.md, "Removing a member": a member whose machine was gone kept its vote and its
     address for ever (no command removed it), so the cluster tolerated one failure fewer and no
@@ -963,7 +973,15 @@ def test_a_member_that_is_down_is_removed_and_its_address_taken_again(tmp_path: 
                 f"{running.address}, so it was not removed: stop it first (SIGTERM)" in run.stderr
             ), run.stderr
         assert _members(three) == [1, 2, 3]
+        listed = _listed(three)
+        assert listed == {
+            "leader": three.leader().node_id,
+            "members": [
+                {"address": n.address, "answers": True, "id": n.node_id, "role": "voter"} for n in three.nodes
+            ],
+        }
         third.kill()  # its machine is gone
+        assert [m["answers"] for m in _listed(three)["members"]] == [True, True, False]
         run = _node("--id", "4", "--address", third.address, "--data", str(tmp_path / "n4"), "--join",
                     first.address)  # fmt: skip
         assert run.returncode == 1, run.stderr
@@ -987,6 +1005,9 @@ def test_a_member_that_is_down_is_removed_and_its_address_taken_again(tmp_path: 
         three.nodes.append(fourth)
         fourth.start(join=[first.address])
         assert _members(three) == [1, 2, 4]
+        assert [(m["id"], m["address"], m["answers"]) for m in _listed(three)["members"]] == [
+            (1, first.address, True), (2, second.address, True), (4, third.address, True)
+        ]  # fmt: skip
         # Node 3 no longer votes: with node 2 down as well, nodes 1 and 4 are a majority of the
         # three voters (of four, with node 3 still a member, they would not be).
         assert second.stop() == 0
@@ -1008,13 +1029,18 @@ def test_a_member_that_is_down_is_removed_and_its_address_taken_again(tmp_path: 
         (["--remove", "3", "--cluster", "127.0.0.1:1", "--id", "2"], "--remove runs no node and takes only"),
         (["--remove", "3", "--cluster", "127.0.0.1:1", "--join", "127.0.0.1:2"], "takes only --cluster"),
         (["--remove", "3", "--cluster", "127.0.0.1:1", "--new-cluster"], "takes only --cluster"),
+        (["--members"], "--members needs --cluster HOST:PORT of a running member"),
+        (["--members", "--cluster", "127.0.0.1:1", "--data", "D"], "--members runs no node and takes only"),
+        (["--members", "--remove", "3", "--cluster", "127.0.0.1:1"], "are two commands; give one"),
         (
             ["--id", "2", "--address", "127.0.0.1:1", "--data", "D", "--cluster", "127.0.0.1:1"],
-            "--cluster names the cluster to --remove a member from; a node joins a cluster with --join",
+            "--cluster names the cluster for --members or --remove; a node joins a cluster with --join",
         ),
     ],
 )
-def test_a_removal_it_cannot_act_on_is_a_usage_error(tmp_path: Path, args: list[str], says: str) -> None:
+def test_a_listing_or_removal_it_cannot_act_on_is_a_usage_error(
+    tmp_path: Path, args: list[str], says: str
+) -> None:
     run = _node(*[str(tmp_path / "D") if a == "D" else a for a in args])
     assert run.returncode == 2 and says in run.stderr, run.stderr
     assert run.stdout == "" and not (tmp_path / "D").exists()

@@ -4,6 +4,7 @@
 **   evidence_node --id 1 --address 127.0.0.1:9001 --data /tmp/n1 --new-cluster
 **   evidence_node --id 2 --address 127.0.0.1:9002 --data /tmp/n2 --join 127.0.0.1:9001
 **   evidence_node --id 3 --address 127.0.0.1:9003 --data /tmp/n3 --join 127.0.0.1:9001
+**   evidence_node --members --cluster 127.0.0.1:9001       (which answer, who leads)
 **   evidence_node --remove 3 --cluster 127.0.0.1:9001      (node 3 is down for good)
 **
 ** Runs in the foreground, logs to stderr (a crash report too, evidence_crash.c),
@@ -11,9 +12,9 @@
 ** cluster, on its first start and only when told so (--new-cluster); every other
 ** node joins one through --join (any member; several may be given), once, on its
 ** first start (evidence_join.c). A restarted node keeps its id and data directory
-** and needs neither; given --join, it checks it is still a voter. With --remove
-** it runs no node: it asks the cluster to let a member that is down go
-** (evidence_remove.c), and exits.
+** and needs neither; given --join, it checks it is still a voter. With --members
+** or --remove it runs no node: it lists the members (evidence_members.c), or
+** asks the cluster to let a member that is down go (evidence_remove.c), and exits.
 **
 ** Why --new-cluster. libdqlite starts a new cluster whenever node 1 starts on an
 ** empty data directory. Node 1 restarted after losing its directory would then
@@ -43,11 +44,13 @@
 #include "evidence_address.h"
 #include "evidence_crash.h"
 #include "evidence_join.h"
+#include "evidence_members.h"
 #include "evidence_remove.h"
 
 #define MAX_SEEDS 16
-#define JOIN_TIMEOUT_MS 120000  /* an election, then the new node catching up */
-#define REMOVE_TIMEOUT_MS 60000 /* an election at most */
+#define JOIN_TIMEOUT_MS 120000   /* an election, then the new node catching up */
+#define REMOVE_TIMEOUT_MS 60000  /* an election at most */
+#define MEMBERS_TIMEOUT_MS 10000 /* a status is wanted now, or the reason there is none */
 
 /* evidence_ext.c: the extension's entry point, built into this program with -DSQLITE_CORE. */
 int sqlite3_evidence_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi);
@@ -61,6 +64,7 @@ typedef struct NodeOptions {
   unsigned latency_ms;          /* 0: dqlite's default */
   int new_cluster;              /* --new-cluster: node 1 may start a cluster on an empty directory */
   unsigned long long remove_id; /* --remove N: no node runs; member N leaves the cluster */
+  int members;                  /* --members: no node runs; the members are listed */
   const char *cluster[MAX_SEEDS];
   int n_cluster;
 } NodeOptions;
@@ -69,6 +73,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: evidence_node --id N --address HOST:PORT --data DIR [--new-cluster | --join HOST:PORT "
           "...] [--latency-ms MS]\n"
+          "       evidence_node --members --cluster HOST:PORT ...\n"
           "       evidence_node --remove N --cluster HOST:PORT ...\n"
           "  --id N             this node's id, a positive integer; 1 starts a new cluster\n"
           "  --new-cluster      start a new cluster (node 1's first start only: an empty data\n"
@@ -79,9 +84,10 @@ static void usage(FILE *out) {
           "  --latency-ms MS    the network's one-way latency: followers elect a new leader after\n"
           "                     15 x MS without a heartbeat (default 3 s), and a node busy with a\n"
           "                     large write misses them; 50 on loopback, more across machines\n"
+          "  --members          run no node: print the members as JSON, which answer, who leads\n"
           "  --remove N         run no node: remove member N, which must be down, from the cluster\n"
           "                     (a machine gone for good); exits once the cluster committed it\n"
-          "  --cluster H:P      with --remove: a running member to ask (repeatable)\n");
+          "  --cluster H:P      with --members or --remove: a running member to ask (repeatable)\n");
 }
 
 static int parseUnsigned(const char *z, unsigned long long max, unsigned long long *out) {
@@ -119,6 +125,10 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
     }
     if (strcmp(flag, "--new-cluster") == 0) {
       o->new_cluster = 1;
+      continue;
+    }
+    if (strcmp(flag, "--members") == 0) {
+      o->members = 1;
       continue;
     }
     if (strcmp(flag, "--id") != 0 && strcmp(flag, "--address") != 0 && strcmp(flag, "--data") != 0 &&
@@ -172,22 +182,28 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
       o->latency_ms = (unsigned)n;
     }
   }
-  if (o->remove_id != 0) {
-    if (seen != 16u || o->new_cluster || o->n_seeds > 0) {
+  if (o->remove_id != 0 || o->members) {
+    const char *mode = o->members ? "--members" : "--remove";
+    if (o->members && o->remove_id != 0) {
+      fprintf(stderr, "evidence_node: --members and --remove are two commands; give one\n");
+      return 2;
+    }
+    if ((seen & ~16u) != 0 || o->new_cluster || o->n_seeds > 0) {
       fprintf(stderr,
-              "evidence_node: --remove runs no node and takes only --cluster HOST:PORT (a running member "
-              "to ask); leave out --id, --address, --data, --join, --new-cluster and --latency-ms\n");
+              "evidence_node: %s runs no node and takes only --cluster HOST:PORT (a running member to "
+              "ask); leave out --id, --address, --data, --join, --new-cluster and --latency-ms\n",
+              mode);
       return 2;
     }
     if (o->n_cluster == 0) {
-      fprintf(stderr, "evidence_node: --remove needs --cluster HOST:PORT of a running member\n");
+      fprintf(stderr, "evidence_node: %s needs --cluster HOST:PORT of a running member\n", mode);
       return 2;
     }
     return 0;
   }
   if (o->n_cluster > 0) {
     fprintf(stderr,
-            "evidence_node: --cluster names the cluster to --remove a member from; a node joins a cluster "
+            "evidence_node: --cluster names the cluster for --members or --remove; a node joins a cluster "
             "with --join\n");
     return 2;
   }
@@ -299,6 +315,30 @@ static int removeMember(const NodeOptions *o) {
   return 1;
 }
 
+/* --members: the membership as one line of JSON on stdout. Exit status 0 when a leader
+** answered (whatever the members), 1 when none did within MEMBERS_TIMEOUT_MS. */
+static int listMembers(const NodeOptions *o) {
+  sigset_t stopSignals;
+  char zErr[1024];
+  int rc;
+  signal(SIGPIPE, SIG_IGN);
+  sigemptyset(&stopSignals);
+  sigaddset(&stopSignals, SIGTERM);
+  sigaddset(&stopSignals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stopSignals, 0);
+  rc =
+      evidenceMembers(o->cluster, o->n_cluster, MEMBERS_TIMEOUT_MS, &stopSignals, stdout, zErr, sizeof(zErr));
+  if (rc != 0) {
+    fprintf(stderr, "evidence_node: cannot list the members: %s\n", rc == WIRE_STOPPED ? "stopped" : zErr);
+    return 1;
+  }
+  if (fflush(stdout) != 0) {
+    fprintf(stderr, "evidence_node: cannot write the members: %s\n", strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   NodeOptions o;
   dqlite_node *node = 0;
@@ -307,6 +347,7 @@ int main(int argc, char **argv) {
   int sig = 0, restarted, rc;
 
   if ((rc = parseOptions(argc, argv, &o)) != 0) return rc;
+  if (o.members) return listMembers(&o);
   if (o.remove_id != 0) return removeMember(&o);
   if ((rc = checkDataDirectory(o.data)) != 0) return rc;
   restarted = hasRaftState(o.data);

@@ -18,10 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *roleName(int role) {
-  return role == WIRE_ROLE_VOTER ? "voter" : role == WIRE_ROLE_STANDBY ? "standby" : "spare";
-}
-
 /* "1 at 10.0.0.1:9001 (voter), 2 at ..." into zOut: the members but node `except`. */
 static void describeMembers(const WireMember *a, int n, uint64_t except, char *zOut, size_t nOut) {
   size_t used = 0;
@@ -29,21 +25,10 @@ static void describeMembers(const WireMember *a, int n, uint64_t except, char *z
   for (int i = 0; i < n && used < nOut; i++) {
     if (a[i].id == except) continue;
     int k = snprintf(zOut + used, nOut - used, "%s%llu at %s (%s)", used ? ", " : "",
-                     (unsigned long long)a[i].id, a[i].address, roleName(a[i].role));
+                     (unsigned long long)a[i].id, a[i].address, wireRoleName(a[i].role));
     if (k < 0) break;
     used += (size_t)k;
   }
-}
-
-/* Whether a dqlite node answers at address: it takes the handshake and tells who leads. */
-static int stillAnswers(WireWait *w, const char *address) {
-  char zLeader[WIRE_ADDRESS_MAX];
-  char zWhy[512];
-  int fd, rc;
-  if (wireDial(w, address, &fd, zWhy, sizeof(zWhy)) != 0) return 0;
-  rc = wireAskLeader(w, fd, zLeader, sizeof(zLeader), zWhy, sizeof(zWhy));
-  close(fd);
-  return rc == 0;
 }
 
 typedef struct RemoveTarget {
@@ -75,7 +60,7 @@ static int removeAttempt(WireWait *w, const char *seed, void *ctx, char *zMsg, i
     close(fd);
     return REMOVE_ABSENT;
   }
-  answers = strcmp(target->address, zLeader) == 0 || stillAnswers(w, target->address);
+  answers = strcmp(target->address, zLeader) == 0 || wireAnswers(w, target->address);
   if (w->stopped) { /* the check was cut short: wireRetry takes the signal */
     wireSetError(zMsg, nMsg, "stopped");
     close(fd);

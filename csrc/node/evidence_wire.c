@@ -305,6 +305,20 @@ int wireDialLeader(WireWait *w, const char *seed, int *pFd, char *zLeader, size_
   return 0;
 }
 
+int wireAnswers(WireWait *w, const char *address) {
+  char zLeader[WIRE_ADDRESS_MAX];
+  char zWhy[512];
+  int fd, rc;
+  if (wireDial(w, address, &fd, zWhy, sizeof(zWhy)) != 0) return 0;
+  rc = wireAskLeader(w, fd, zLeader, sizeof(zLeader), zWhy, sizeof(zWhy));
+  close(fd);
+  return rc == 0;
+}
+
+const char *wireRoleName(int role) {
+  return role == WIRE_ROLE_VOTER ? "voter" : role == WIRE_ROLE_STANDBY ? "standby" : "spare";
+}
+
 int wireMembers(WireWait *w, int fd, WireMember *a, int nMax, int *pN, char *zErr, int nErr) {
   unsigned char body[8];
   WireBuf res;

@@ -51,6 +51,12 @@ int wireAskLeader(WireWait *w, int fd, char *zLeader, size_t nLeader, char *zErr
 int wireDialLeader(WireWait *w, const char *seed, int *pFd, char *zLeader, size_t nLeader, char *zErr,
                    int nErr);
 
+/* Whether a dqlite node answers at address: it takes the handshake and says who leads. */
+int wireAnswers(WireWait *w, const char *address);
+
+/* "voter", "standby" or "spare". */
+const char *wireRoleName(int role);
+
 /* The leader's membership list, into a[0..*pN). */
 int wireMembers(WireWait *w, int fd, WireMember *a, int nMax, int *pN, char *zErr, int nErr);
 

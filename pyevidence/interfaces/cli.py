@@ -150,8 +150,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "node",
-        help=f"run one node of a replicated cluster: {cluster_node.SYNOPSIS}; or remove a member that "
-        f"is down: {cluster_node.REMOVE_SYNOPSIS}",
+        help=f"run one node of a replicated cluster: {cluster_node.SYNOPSIS}; list its members: "
+        f"{cluster_node.MEMBERS_SYNOPSIS}; remove a member that is down: {cluster_node.REMOVE_SYNOPSIS}",
         add_help=False,
     )
     p.add_argument("node_args", nargs=argparse.REMAINDER, help="the node's options (see --help)")
@@ -550,6 +550,7 @@ def _main(argv: list[str]) -> int:
             if argv[1:] in (["--help"], ["-h"]):  # the options, and why the program cannot say more
                 print(
                     f"usage: pyevidence node {cluster_node.SYNOPSIS}\n"
+                    f"       pyevidence node {cluster_node.MEMBERS_SYNOPSIS}\n"
                     f"       pyevidence node {cluster_node.REMOVE_SYNOPSIS}\n\n{exc}"
                 )
                 return EXIT_OK

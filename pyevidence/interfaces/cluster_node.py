@@ -22,7 +22,9 @@ from ..core.errors import EngineUnavailableError
 PROGRAM = "evidence_node"
 # Its options; the program's own --help describes each (csrc/node/evidence_node.c).
 SYNOPSIS = "--id N --address HOST:PORT --data DIR [--new-cluster | --join HOST:PORT ...] [--latency-ms MS]"
-# It runs no node then: it removes member N, which is down, from the cluster (evidence_remove.c).
+# It runs no node then: it lists the members (evidence_members.c), or removes member N, which is
+# down, from the cluster (evidence_remove.c).
+MEMBERS_SYNOPSIS = "--members --cluster HOST:PORT ..."
 REMOVE_SYNOPSIS = "--remove N --cluster HOST:PORT ..."
 
 
