@@ -283,17 +283,23 @@ static int stopNode(dqlite_node *node, int status) {
   return status;
 }
 
+/* SIGTERM and SIGINT into *stop, blocked, for sigwait() or a signalfd to take; a closed
+** socket is an error of its write, not a SIGPIPE. */
+static void blockStopSignals(sigset_t *stop) {
+  signal(SIGPIPE, SIG_IGN);
+  sigemptyset(stop);
+  sigaddset(stop, SIGTERM);
+  sigaddset(stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, stop, 0);
+}
+
 /* --remove: asks the cluster to remove a member that is down. Exit status 0 when it is
 ** removed or was not a member, 1 when it could not be removed. */
 static int removeMember(const NodeOptions *o) {
   sigset_t stopSignals;
   char zMsg[4096];
   int rc;
-  signal(SIGPIPE, SIG_IGN);
-  sigemptyset(&stopSignals);
-  sigaddset(&stopSignals, SIGTERM);
-  sigaddset(&stopSignals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stopSignals, 0);
+  blockStopSignals(&stopSignals);
   rc = evidenceRemove(o->remove_id, o->cluster, o->n_cluster, REMOVE_TIMEOUT_MS, &stopSignals, zMsg,
                       sizeof(zMsg));
   if (rc == 0) {
@@ -321,11 +327,7 @@ static int listMembers(const NodeOptions *o) {
   sigset_t stopSignals;
   char zErr[1024];
   int rc;
-  signal(SIGPIPE, SIG_IGN);
-  sigemptyset(&stopSignals);
-  sigaddset(&stopSignals, SIGTERM);
-  sigaddset(&stopSignals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stopSignals, 0);
+  blockStopSignals(&stopSignals);
   rc =
       evidenceMembers(o->cluster, o->n_cluster, MEMBERS_TIMEOUT_MS, &stopSignals, stdout, zErr, sizeof(zErr));
   if (rc != 0) {
@@ -386,11 +388,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   /* Signals are taken by sigwait() below; dqlite's threads inherit this mask. */
-  signal(SIGPIPE, SIG_IGN);
-  sigemptyset(&stopSignals);
-  sigaddset(&stopSignals, SIGTERM);
-  sigaddset(&stopSignals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stopSignals, 0);
+  blockStopSignals(&stopSignals);
 
   /* dqlite says nothing when it cannot listen (libdqlite 1.11): find out first. */
   if (evidenceAddressBindable(o.address, zErr, sizeof(zErr)) != 0) {
