@@ -160,6 +160,7 @@ class EvidenceStore:
         self._remote_requests = Requests(self._lock)  # a remote ranking's: forget waits for them
         self._engine = _open_engine(path, engine, read_only, progress)
         self._closed = False
+        self._erasure_pending = False  # a forget's text may still be in the WAL
 
     @property
     def read_only(self) -> bool:
@@ -328,7 +329,18 @@ class EvidenceStore:
         tenant, record_id = validation.record_key(tenant=tenant, record_id=record_id, limits=self._limits)
         self._writable("forget")
         with self._engine_locked(erasing=True) as engine:
-            return bool(engine.forget(tenant, record_id))
+            forgot = bool(engine.forget(tenant, record_id))
+            if forgot:
+                self._erase_from_journal(engine)
+            return forgot
+
+    def _erase_from_journal(self, engine: Any) -> None:
+        """After a forget committed: the erased text out of the WAL as well
+        (schema.ERASURE_CHECKPOINT_SQL). When a reader of an older snapshot keeps it there,
+        the next forget and close() try again. The cluster's engine has no WAL of its own."""
+        checkpoint = getattr(engine, "checkpoint_erasure", None)
+        if checkpoint is not None:
+            self._erasure_pending = not checkpoint()
 
     def _write_checked(
         self, operation: str, tenant: str, record_id: str, write: Callable[[Any, tuple[Version, ...]], T]
@@ -338,9 +350,13 @@ class EvidenceStore:
         what it returned and the history after it. An exception from it changes nothing."""
         self._writable(operation)
         erasing = operation == "forget"
-        with self._engine_locked(erasing=erasing) as engine, _write_transaction(engine, operation):
-            done = write(engine, versions.history(engine, tenant, record_id))
-            return done, versions.history(engine, tenant, record_id)
+        with self._engine_locked(erasing=erasing) as engine:
+            with _write_transaction(engine, operation):
+                done = write(engine, versions.history(engine, tenant, record_id))
+                after = versions.history(engine, tenant, record_id)
+            if erasing and done:
+                self._erase_from_journal(engine)
+            return done, after
 
     def history(self, *, tenant: str, record_id: str) -> tuple[Version, ...]:
         """Every version of record ``record_id`` of ``tenant``, oldest first: one per
@@ -410,6 +426,8 @@ class EvidenceStore:
         with self._lock:
             if not self._closed:
                 self._closed = True
+                if self._erasure_pending:  # a reader kept a forget's text in the WAL
+                    self._erase_from_journal(self._engine)
                 self._engine.close()
 
     def __del__(self, _warn: Any = warnings.warn) -> None:

@@ -201,6 +201,74 @@ def test_forget_erases_every_version_and_keeps_a_verifiable_tombstone(
     assert b"hunter2-zebra" not in path.read_bytes()
 
 
+def _on_disk(path: Path, text: bytes) -> int:
+    """How many times ``text`` is in the database file and its WAL."""
+    return sum(p.read_bytes().count(text) for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+def _secrets(prefix: str, n: int) -> list[dict[str, object]]:
+    return [
+        record(record_id=f"{prefix}{i}", body=f"SECRETPASSWORD-{i} " + "queue runbook " * 40)
+        for i in range(n)
+    ]
+
+
+def test_forgotten_text_is_out_of_the_wal_when_forget_returns(engine: str, tmp_path: Path) -> None:
+    """Before, the erased text stayed in the WAL (and in the file, whose pages were only
+    overwritten at a checkpoint) after forget returned, and after every process exited when a
+    reader had the store open: the writer's close did not checkpoint, the reader's could not.
+    A long-lived writer kept it too, in frames past the log's new end after a checkpoint."""
+    path = tmp_path / "erase.db"
+    secret = b"SECRETPASSWORD"
+    with EvidenceStore(path, engine=engine) as writer:
+        writer.put_many(_secrets("r", 300))
+        writer.put_many([record(record_id=f"k{i}", body=f"kept {i} queue runbook") for i in range(300)])
+        reader = EvidenceStore(path, engine=engine, read_only=True)  # open and idle, as serve or mcp
+        try:
+            assert reader.retrieve(tenant="team-a", revision="v1", query="kept", now=0).eligible_count == 600
+            assert _on_disk(path, secret) > 0
+            for i in range(300):
+                assert writer.forget(tenant="team-a", record_id=f"r{i}") is True
+            assert _on_disk(path, secret) == 0  # with both still open
+            assert reader.retrieve(tenant="team-a", revision="v1", query="kept", now=0).eligible_count == 300
+            assert reader.verify(tenant="team-a").ok
+        finally:
+            reader.close()
+    assert _on_disk(path, secret) == 0
+
+
+def test_a_reader_of_an_older_snapshot_delays_the_erasure_until_it_ends(engine: str, tmp_path: Path) -> None:
+    """SQLite cannot move the WAL's frames into the file while another connection reads a
+    snapshot older than them: forget waits for it up to the busy timeout, returns, and the
+    store erases the text from the WAL once the reader has ended, at its next forget or close."""
+    path = tmp_path / "erase.db"
+    secret = b"SECRETPASSWORD"
+    with EvidenceStore(path, engine=engine) as writer:
+        writer.put_many(_secrets("r", 20))
+        reader = sqlite3.connect(path, isolation_level=None)  # a host's own connection
+        try:
+            reader.execute("BEGIN")
+            assert reader.execute("SELECT count(*) FROM evidence_versions").fetchone() == (20,)
+            assert writer.forget(tenant="team-a", record_id="r0") is True
+            assert _on_disk(path, b"SECRETPASSWORD-0 ") > 0  # the reader's snapshot still needs them
+            reader.execute("COMMIT")
+        finally:
+            reader.close()
+        assert writer.forget(tenant="team-a", record_id="r1") is True
+        assert _on_disk(path, b"SECRETPASSWORD-0 ") == 0 and _on_disk(path, b"SECRETPASSWORD-1 ") == 0
+        reader = sqlite3.connect(path, isolation_level=None)
+        try:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM evidence_versions").fetchone()
+            assert writer.forget(tenant="team-a", record_id="r2") is True
+            reader.execute("COMMIT")  # ended, and still connected: close() is the next try
+            writer.close()
+            assert _on_disk(path, b"SECRETPASSWORD-2 ") == 0
+        finally:
+            reader.close()
+    assert _on_disk(path, secret) == 17  # r3..r19, kept: only forget erases
+
+
 # ---- immutability, enforced by the schema
 
 

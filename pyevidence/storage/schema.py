@@ -94,6 +94,14 @@ def put_rows_sql(rows: int) -> str:
 # deleted through a view's trigger, and forget() reports whether it found the record.
 FORGET_SQL = "DELETE FROM evidence_current WHERE tenant = ?1 AND record_id = ?2"
 
+# Run by both file engines after a forget commits. The WAL still holds the erased text: the
+# pages as they were before the forget, and older frames that a checkpoint leaves past the
+# log's new end when it starts the log again from the front. This copies every frame into the
+# file (where secure_delete has zeroed the text) and cuts the WAL to zero bytes. SQLite can
+# only do it when no other connection reads an older snapshot: it waits for such readers up to
+# the busy timeout, then answers 1 in its first column (docs/python-api.md, "What forget keeps").
+ERASURE_CHECKPOINT_SQL = "PRAGMA wal_checkpoint(TRUNCATE)"
+
 # put_many as both engines write it: the rows PUT_SQL's trigger would write, without
 # the trigger (the batch writer: csrc/evidence_batch.c, and engines/python_engine.py). Each
 # version is appended with its number and hashes computed by the writer, then the

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ...core.errors import EngineUnavailableError, StoreError, from_sqlite, not_utf8
+from ...core.errors import EngineUnavailableError, EvidenceError, StoreError, from_sqlite, not_utf8
 from ...core.records import Candidate, Hit, IndexRebuild, Record
 from ...core.vectors import Vector, Vectors
 from ...ranking.scoring import hit_from
@@ -204,6 +204,14 @@ class NativeEngine:
             lib.evidence_store_forget(self._store, t, len(t), r, len(r), deleted), "forget", writing=True
         )
         return bool(deleted[0])
+
+    def checkpoint_erasure(self) -> bool:
+        """schema.ERASURE_CHECKPOINT_SQL: True when the WAL no longer holds any frame."""
+        try:
+            rows = self.run(schema.ERASURE_CHECKPOINT_SQL, (), read_only=False)[1]
+        except EvidenceError:  # the forget stands; the store tries again (EvidenceStore.close)
+            return False
+        return not rows or rows[0][0] == 0
 
     def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Runs one read statement of pyevidence's own (pyevidence/storage/versions.py)."""

@@ -276,6 +276,14 @@ class PythonEngine:
             cursor = self._conn.execute(schema.FORGET_SQL, _numbered((tenant, record_id)))
         return cursor.rowcount > 0
 
+    def checkpoint_erasure(self) -> bool:
+        """schema.ERASURE_CHECKPOINT_SQL: True when the WAL no longer holds any frame."""
+        try:
+            row = self._conn.execute(schema.ERASURE_CHECKPOINT_SQL).fetchone()
+        except sqlite3.Error:  # the forget stands; the store tries again (EvidenceStore.close)
+            return False
+        return row is None or row[0] == 0
+
     def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Runs one read statement of pyevidence's own (pyevidence/storage/versions.py)."""
         with _sqlite_errors("reading the history"):
