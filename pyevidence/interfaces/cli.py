@@ -26,7 +26,7 @@ from ..core.limits import DEFAULT_LIMITS
 from ..core.records import KINDS
 from ..storage import paths
 from ..store import ENGINES, EvidenceStore
-from . import bulk_cli, cluster_node, db_args, demo, doctor, mcp_server, number_args
+from . import bulk_cli, cluster_node, db_args, demo, doctor, mcp_server, number_args, restore
 from .progress import IndexProgress, announce_upgrade
 from .web import serve as web_serve
 
@@ -212,6 +212,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tenant", required=True)
 
     command("reindex", "rebuild the token index from the stored records, in one transaction")
+    p = command("backup", "copy the whole store to a new file: one consistent snapshot, while it is in use")
+    p.add_argument("--out", required=True, metavar="FILE", help="the new file (must not exist)")
+    p = command("restore", "put a backup in place of a store (never by copying the file: see docs/cli.md)")
+    p.add_argument("--from", dest="source", required=True, metavar="FILE", help="the backup file")
     command("check", "check that the token index matches the stored records; exit 1 if it does not")
 
     mcp_server.add_arguments(command("mcp", mcp_server.DESCRIPTION))
@@ -422,6 +426,15 @@ def _run(args: argparse.Namespace) -> Any:
     if args.command == "check":
         with _open_to_read(db_args.existing(args.db), args.engine) as store:
             return store.check_index().to_dict()
+    if args.command == "backup":
+        with _open_to_read(db_args.existing(args.db), args.engine) as store:
+            store.backup(args.out)
+        return {"backup": {"db": args.db, "out": args.out, "bytes": os.path.getsize(args.out)}}
+    if args.command == "restore":
+        if paths.is_cluster_url(args.db):
+            raise ValidationError("db", "restore puts a backup in place of a database file, not of a cluster")
+        restore.restore(args.source, db_args.database(args.db))
+        return {"restore": {"db": args.db, "from": args.source}}
     if args.command == "mcp":
         return mcp_server.main(args)  # stdout carries the protocol only: nothing is printed after it
     if args.command == "serve":
@@ -527,7 +540,7 @@ def _prints_on_stdout(args: argparse.Namespace) -> bool:
 
 # The options that name a file to read or to create, and the errors that are about the path
 # given (missing, a directory, taken, not permitted), not about the disk or the store.
-_PATH_ARGUMENTS = ("body_file", "file", "out")
+_PATH_ARGUMENTS = ("body_file", "file", "out", "source")
 _PATH_ERRORS = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 

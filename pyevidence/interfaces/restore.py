@@ -1,0 +1,67 @@
+"""``pyevidence restore``: a backup put back in place of a store, through SQLite.
+
+Copying a backup over the store's file is not a restore. A process that ended without
+closing the store (a crash, kill -9) leaves a -wal file beside it, and SQLite replays that
+log onto whatever file it finds under the name: the pages of the old store land in the
+backup's, and the store is damaged for good. Here SQLite's backup API copies the backup
+page by page into the store through a connection of its own, which first replays the
+store's own log onto the store it belongs to, then writes every page of the backup, in one
+write transaction; the log is then checkpointed and cut to zero bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from ..core.errors import EvidenceError, StoreError, UpgradeNeeded, ValidationError
+from ..storage import schema
+from ..store import EvidenceStore
+
+
+def restore(backup: str, target: str) -> None:
+    """Puts the pyevidence store in the file ``backup`` in place of the store ``target``
+    (created if missing). Both are checked first: ``backup`` must open as a pyevidence store
+    of this release's schema, and ``target``, if it exists, as a pyevidence store of any
+    release, so that a mistyped path does not overwrite another database; nothing is changed
+    when either is refused."""
+    if not os.path.isfile(backup):
+        raise FileNotFoundError(f"no backup file at {backup}")
+    if os.path.exists(target) and os.path.samefile(backup, target):
+        raise ValidationError("from", f"{backup} is the store itself; name the backup file")
+    with EvidenceStore(backup, read_only=True):
+        pass  # a pyevidence store, readable as it is: not an older release's, not damaged
+    if os.path.exists(target):
+        _restorable(target)
+    source = sqlite3.connect(backup)
+    try:
+        store = sqlite3.connect(target, timeout=schema.BUSY_TIMEOUT_MS / 1000)
+        try:
+            source.backup(store)
+            store.execute(schema.ERASURE_CHECKPOINT_SQL)  # the old pages out of the log too
+        except sqlite3.Error as exc:  # the backup's one write transaction rolled back
+            raise StoreError(
+                f"restoring {backup} into {target} failed ({exc}); {target} is unchanged"
+            ) from None
+        finally:
+            store.close()
+    finally:
+        source.close()
+    with EvidenceStore(target, read_only=True):
+        pass
+
+
+def _restorable(target: str) -> None:
+    """``target`` is a pyevidence store (of this release or an older one), or ValidationError
+    saying how to restore over what it is instead."""
+    try:
+        EvidenceStore(target, read_only=True).close()
+    except UpgradeNeeded:  # an older release's store: the backup replaces it whole
+        return
+    except EvidenceError as exc:
+        raise ValidationError(
+            "db",
+            f"{target} does not open as a pyevidence store ({exc}), so it is not overwritten; if it is "
+            f"the damaged store to replace, stop every process that uses it, move {target} and its "
+            f"-wal and -shm files away, and restore into {target} again",
+        ) from None
