@@ -11,7 +11,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from pyevidence import EvidenceStore
+from pyevidence.core.errors import StoreError
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -101,3 +104,40 @@ def test_restore_refuses_what_it_must_not_overwrite_and_changes_nothing(tmp_path
     assert run_cli("restore", "--db", str(fresh), "--from", str(backup)).returncode == 0
     assert _records_in(fresh, "auto") == 3
     assert not os.path.exists(f"{fresh}-wal") or os.path.getsize(f"{fresh}-wal") == 0
+
+
+def test_a_lock_held_past_the_busy_timeout_says_what_happened_and_that_nothing_was_written(
+    engine: str, tmp_path: Path
+) -> None:
+    """It said only "put failed: database is locked"."""
+    path = tmp_path / "s.db"
+    with EvidenceStore(path, engine=engine) as store:
+        store.put_many(_records("a", 2))
+        holder = sqlite3.connect(path, isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")  # another program's write transaction, left open
+            with pytest.raises(StoreError) as caught:
+                store.put_many(_records("b", 2))
+        finally:
+            holder.close()
+        assert "database is locked; nothing was written; another connection held the database's lock" in str(
+            caught.value
+        )
+        assert store.retrieve(tenant="team-a", revision="v1", query="restart", now=0).eligible_count == 2
+
+
+def test_a_damaged_file_says_how_to_put_a_backup_back(tmp_path: Path) -> None:
+    """The audit's damaged store (a backup copied over a store a killed writer left a WAL
+    beside) said "database disk image is malformed" and no more."""
+    path = tmp_path / "s.db"
+    with EvidenceStore(path) as store:
+        store.put_many(_records("a", 300))
+    data = bytearray(path.read_bytes())
+    page = 4096
+    for at in range(5 * page, len(data), page):  # every page past the first few: a damaged file
+        data[at : at + 16] = b"\xff" * 16
+    path.write_bytes(bytes(data))
+    done = run_cli("verify", "--db", str(path), "--tenant", "team-a")
+    assert done.returncode == 1, done.stderr
+    assert "database disk image is malformed; the database file is damaged" in done.stderr, done.stderr
+    assert "'pyevidence restore'" in done.stderr

@@ -87,10 +87,31 @@ _DISK_HINT = (
 )
 
 
+# ... for "another connection kept the lock": SQLITE_BUSY, SQLITE_LOCKED (after the busy timeout).
+_LOCK_TROUBLE = {5, 6}
+_LOCK_HINT = (
+    "another connection held the database's lock for longer than the busy timeout of 5 s (a long "
+    "write, or a read transaction left open while the WAL was checkpointed); retry once it is done"
+)
+# ... and for "the file is damaged": SQLITE_CORRUPT as SQLite reports it ("database disk image is
+# malformed"; the token index out of step, which both engines also report as SQLITE_CORRUPT, says
+# what to do itself).
+_CORRUPT = 11
+_CORRUPT_HINT = (
+    "the database file is damaged (a copy over a store whose -wal file was left beside it does "
+    "this): check it with the sqlite3 shell's PRAGMA integrity_check, and put a backup back with "
+    "'pyevidence restore' (docs/cli.md, \"Backup and restore\")"
+)
+
+
 def from_sqlite(code: int, message: str, *, writing: bool = False) -> StoreError:
     """The exception both engines raise for an SQLite failure with result ``code``.
     ``writing``: the failed call was a write (put, put_many, forget), which SQLite
     has rolled back, so the message can say nothing was written."""
     if code & 0xFF in _DISK_TROUBLE:
         message += ("; nothing was written; " if writing else "; ") + _DISK_HINT
+    elif code & 0xFF in _LOCK_TROUBLE:
+        message += ("; nothing was written; " if writing else "; ") + _LOCK_HINT
+    elif code & 0xFF == _CORRUPT and "malformed" in message:  # SQLite's words, not the index's
+        message += "; " + _CORRUPT_HINT
     return (SchemaError if code & 0xFF in _NOT_A_DATABASE else StoreError)(message)
