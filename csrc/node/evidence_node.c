@@ -331,7 +331,8 @@ static int listMembers(const NodeOptions *o) {
   rc =
       evidenceMembers(o->cluster, o->n_cluster, MEMBERS_TIMEOUT_MS, &stopSignals, stdout, zErr, sizeof(zErr));
   if (rc != 0) {
-    fprintf(stderr, "evidence_node: cannot list the members: %s\n", rc == WIRE_STOPPED ? "stopped" : zErr);
+    fprintf(stderr, "evidence_node: cannot list the members: %s%s%s\n", rc == WIRE_STOPPED ? "stopped (" : "",
+            zErr, rc == WIRE_STOPPED ? ")" : "");
     return 1;
   }
   if (fflush(stdout) != 0) {

@@ -394,6 +394,7 @@ int wireRetry(const char *const *seeds, int n_seeds, int timeout_ms, const sigse
   const struct timespec pause = {0, 200 * 1000 * 1000}, none = {0, 0};
   long long nextReport = started + 10000;
   WireWait w = {signalfd(-1, stop, SFD_CLOEXEC), 0};
+  char zLast[1024] = ""; /* the reason of the last attempt a stop signal did not cut short */
   int rc = WIRE_FAILED;
   wireSetError(zErr, nErr, "no seed address given");
   for (int i = 0; n_seeds > 0; i++) {
@@ -401,6 +402,7 @@ int wireRetry(const char *const *seeds, int n_seeds, int timeout_ms, const sigse
     errno = 0;
     rc = attempt(&w, seeds[i % n_seeds], ctx, zErr, nErr);
     if (rc != WIRE_FAILED) break;
+    if (!w.stopped) snprintf(zLast, sizeof(zLast), "%s", zErr);
     if (!w.stopped && wireNowMs() >= deadline) break;
     if (!w.stopped && wireNowMs() >= nextReport) {
       fprintf(stderr, "evidence_node: still trying to %s, for %lld s of %d: %s\n", doing,
@@ -411,7 +413,12 @@ int wireRetry(const char *const *seeds, int n_seeds, int timeout_ms, const sigse
     ** came between two). */
     sig = sigtimedwait(stop, 0, i % n_seeds == n_seeds - 1 && !w.stopped ? &pause : &none);
     if (sig > 0) {
-      wireSetError(zErr, nErr, "%s", sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "a signal");
+      const char *zSig = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "a signal";
+      if (zLast[0]) {
+        wireSetError(zErr, nErr, "%s; last: %s", zSig, zLast);
+      } else {
+        wireSetError(zErr, nErr, "%s", zSig);
+      }
       rc = WIRE_STOPPED;
       break;
     }

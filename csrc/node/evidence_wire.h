@@ -77,7 +77,9 @@ typedef int (*WireAttempt)(WireWait *w, const char *seed, void *ctx, char *zErr,
 /* Runs attempt through the seeds in turn, pausing 200 ms after each round, until it returns
 ** anything but WIRE_FAILED or timeout_ms has passed (the last reason then in zErr), saying on
 ** stderr every 10 s that it still tries to `doing`. A pending signal of `stop` (blocked by the
-** caller) ends it at once, even in the middle of an attempt: WIRE_STOPPED, zErr naming it. */
+** caller) ends it at once, even in the middle of an attempt: WIRE_STOPPED, zErr naming it and
+** the reason of the last attempt it did not cut short ("SIGTERM; last: ..."; "SIGTERM" alone
+** if there was none). */
 int wireRetry(const char *const *seeds, int n_seeds, int timeout_ms, const sigset_t *stop, const char *doing,
               WireAttempt attempt, void *ctx, char *zErr, int nErr);
 
