@@ -1077,6 +1077,90 @@ def test_a_removal_stops_on_sigterm_and_says_it_is_unconfirmed() -> None:
     ), err
 
 
+def _remove_limited(node_id: int, seed: str, files: int) -> subprocess.CompletedProcess[str]:
+    """--remove run with at most `files` file descriptors open (RLIMIT_NOFILE)."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+
+    return subprocess.run(
+        [str(_node_program()), "--remove", str(node_id), "--cluster", seed], capture_output=True, text=True,
+        timeout=30, preexec_fn=limit,
+    )  # fmt: skip
+
+
+def test_a_member_that_may_still_run_is_not_removed(tmp_path: Path) -> None:
+    """The check that the member is down failed open: any failure to get its answer counted as
+    down. A running member was removed when this machine had no file descriptor left for the
+    check (the cluster then lost its leader), and one that took the connection and never replied
+    (paused, or no dqlite node) after the 60 s of the reply's wait. Only a refused, unreachable
+    or closed connection counts as down now; anything else is "cannot tell", and refused."""
+    _needs_cluster()
+    three = Cluster.of_three(tmp_path)
+    first, second, third = three.nodes
+    try:
+        three.start()
+        target = second if three.leader() is third else third  # the leader needs no check
+        # stdin, stdout, stderr, the signalfd, the connection to the leader: none left for the check.
+        run = _remove_limited(target.node_id, first.address, files=5)
+        assert run.returncode == 1, run.stderr
+        assert (
+            f"cannot remove node {target.node_id}: cannot tell whether node {target.node_id} at "
+            f"{target.address} is down: cannot connect to {target.address}: Too many open files; nothing "
+            "was removed" in run.stderr
+        ), run.stderr
+        assert _members(three) == [1, 2, 3]
+        third.kill()
+        with socket.socket() as silent:  # at node 3's address: takes connections, never replies
+            silent.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            silent.bind(("127.0.0.1", int(third.address.rsplit(":", 1)[1])))
+            silent.listen(64)  # never accepted: the kernel completes the connections, no one answers
+            started = time.monotonic()
+            run = _node("--remove", "3", "--cluster", first.address)
+            took = time.monotonic() - started
+        assert run.returncode == 1, run.stderr
+        assert (
+            f"cannot remove node 3: cannot tell whether node 3 at {third.address} is down: {third.address} "
+            "took the connection but sent no reply within 5 s" in run.stderr
+        ), run.stderr
+        assert run.stderr.rstrip().endswith("; nothing was removed"), run.stderr
+        assert took < 20, took  # the check's 5 s, not the 60 s of a commit's wait
+        assert _members(three) == [1, 2, 3]
+        run = _node("--remove", "3", "--cluster", first.address)  # the address refuses now: down
+        assert run.returncode == 0 and run.stdout.startswith("node 3 removed from the cluster"), run.stderr
+        assert _members(three) == [1, 2]
+    finally:
+        three.stop_all()
+
+
+def test_a_voter_is_not_removed_when_the_voters_left_that_answer_are_no_majority(tmp_path: Path) -> None:
+    """The guard behind the check of the member itself: the other voters that answer (the leader
+    counts) must be a majority of the voters left. With a leader elected and the member really
+    down that always holds, so it is seen here in the window where a leader that lost both its
+    followers still leads: 300 ms of latency, so 4.5 s before it notices."""
+    _needs_cluster()
+    three = Cluster.of_three(tmp_path, latency_ms="300")
+    try:
+        three.start()
+        leader = three.leader()
+        down, other = (n for n in three.nodes if n is not leader)
+        other.kill()
+        down.kill()
+        started = time.monotonic()
+        run = _remove_limited(down.node_id, leader.address, files=1024)
+        assert time.monotonic() - started < 3, run.stderr  # well inside the leader's last 4.5 s
+        assert run.returncode == 1, run.stderr
+        assert (
+            f"cannot remove node {down.node_id}: only 1 of the 2 voters that would remain without node "
+            f"{down.node_id} answers from this machine, not a majority (not answering: node {other.node_id} "
+            f"(cannot connect to {other.address}: Connection refused)); removing node {down.node_id} could "
+            "leave the cluster without a quorum, so nothing was removed" in run.stderr
+        ), run.stderr
+    finally:
+        three.stop_all()
+
+
 def wal_pages_written(side: Any, write: Callable[[], object]) -> int:
     """The pages write() adds to a file store's WAL, read through side (a second connection
     to the file): what a cluster's leader ships for the same write, in one Raft entry."""

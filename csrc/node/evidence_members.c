@@ -2,9 +2,11 @@
 ** evidence_members.c: the membership as the leader lists it, each member checked
 ** (evidence_members.h).
 **
-** A member answers when a dqlite node takes the handshake at its address and says
-** who leads. One that does not is down, or cannot be reached from this machine:
-** the leader's own view of its followers is not part of dqlite's protocol.
+** A member answers when a dqlite node takes the handshake at its address and replies
+** to a LEADER request (wireProbe). One that does not is down, cannot be reached from
+** this machine, or sent no reply within 5 s (paused, overloaded): the listing does not
+** tell these apart, the removal does. The leader's own view of its followers is not
+** part of dqlite's protocol.
 */
 #include "evidence_members.h"
 
@@ -31,7 +33,8 @@ static int membersAttempt(WireWait *w, const char *seed, void *ctx, char *zErr, 
   }
   close(fd);
   for (int i = 0; i < a->n; i++) {
-    a->answers[i] = strcmp(a->members[i].address, a->leader) == 0 || wireAnswers(w, a->members[i].address);
+    a->answers[i] = strcmp(a->members[i].address, a->leader) == 0 ||
+                    wireProbe(w, a->members[i].address, zWhy, sizeof(zWhy)) == WIRE_PROBE_ANSWERS;
   }
   if (w->stopped) {
     wireSetError(zErr, nErr, "stopped");

@@ -20,8 +20,10 @@
 
 #define REMOVE_ABSENT 1 /* not a member: nothing to do (zMsg lists the members) */
 #define REMOVE_FAILED \
-  WIRE_FAILED             /* no seed led to the removal before the deadline: the last reason in zMsg */
-#define REMOVE_REFUSED -2 /* the member still answers at its address: zMsg says so */
+  WIRE_FAILED /* no seed led to the removal before the deadline: the last reason in zMsg */
+#define REMOVE_REFUSED                                                                        \
+  -2 /* the member still answers at its address, it cannot be told whether it is down, or the \
+     ** voters left that answer would not be a majority: zMsg says which */
 #define REMOVE_STOPPED WIRE_STOPPED /* a signal of `stop` came: zMsg names it */
 
 /* Removes node id from the cluster that one of the n_seeds addresses (HOST:PORT, any
@@ -30,7 +32,8 @@
 ** under way), saying on stderr every 10 s that it still tries, and stops early when a signal
 ** of `stop` (blocked by the caller) is pending. Returns 0 with the members left in zMsg, or
 ** one of the codes above with a message in zMsg (at most nMsg bytes). Removing a node that
-** is not a member changes nothing, so a removal whose reply was lost may be asked again. */
+** is not a member changes nothing, so a removal whose reply was lost may be asked again (a
+** REMOVE of this call whose reply was lost, found done by a later attempt, is success). */
 int evidenceRemove(uint64_t id, const char *const *seeds, int n_seeds, int timeout_ms, const sigset_t *stop,
                    char *zMsg, int nMsg);
 

@@ -32,9 +32,20 @@ enum { REQ_LEADER = 0, REQ_ADD = 12, REQ_ASSIGN = 13, REQ_REMOVE = 14, REQ_CLUST
 enum { RES_FAILURE = 0, RES_LEADER = 1, RES_SERVERS = 3, RES_EMPTY = 8 };
 
 #define WIRE_PROTOCOL_VERSION 1
-#define WIRE_MAX_BODY (1 << 20) /* a membership list is far smaller; more is a wrong peer */
-#define WIRE_DIAL_TIMEOUT_S 5   /* a peer that does not answer is passed over */
-#define WIRE_IO_TIMEOUT_S 60    /* ASSIGN waits until the node caught up with the log */
+#define WIRE_MAX_BODY (1 << 20)  /* a membership list is far smaller; more is a wrong peer */
+#define WIRE_DIAL_TIMEOUT_S 5    /* connect(): a peer that does not answer is passed over */
+#define WIRE_PROBE_TIMEOUT_S 5   /* the reply to the LEADER request of wireProbe() */
+#define WIRE_ASK_TIMEOUT_S 10    /* the replies to LEADER and CLUSTER: answered at once */
+#define WIRE_COMMIT_TIMEOUT_S 60 /* ADD, ASSIGN, REMOVE: a commit; ASSIGN, the node's catch-up */
+
+/* How a round trip failed (wireRoundTrip), for wireProbe() to tell a node that is down
+** from one that may still run. */
+enum {
+  RT_ERROR = -1,   /* a local error, or a reply that is not dqlite's protocol */
+  RT_FAILURE = -2, /* a FAILURE reply: a dqlite node answered */
+  RT_CLOSED = -3,  /* the peer closed or reset the connection before any byte of a reply */
+  RT_TIMEOUT = -4  /* no (whole) reply in time */
+};
 
 /* A message body being written or read: bytes and a cursor. */
 typedef struct WireBuf {
@@ -115,12 +126,12 @@ static int wireWaitFor(WireWait *w, int fd, short events, int timeout_s) {
   }
 }
 
-static int writeAll(WireWait *w, int fd, const unsigned char *p, size_t n) {
+static int writeAll(WireWait *w, int fd, const unsigned char *p, size_t n, int timeout_s) {
   while (n > 0) {
     ssize_t r = write(fd, p, n);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (wireWaitFor(w, fd, POLLOUT, WIRE_IO_TIMEOUT_S) != 0) return -1;
+      if (wireWaitFor(w, fd, POLLOUT, timeout_s) != 0) return -1;
       continue;
     }
     if (r <= 0) return -1;
@@ -130,21 +141,30 @@ static int writeAll(WireWait *w, int fd, const unsigned char *p, size_t n) {
   return 0;
 }
 
-/* -1 with errno 0 when the peer closed the connection. */
-static int readAll(WireWait *w, int fd, unsigned char *p, size_t n) {
+/* -1 with errno 0 when the peer closed the connection; *pGot: the bytes read. */
+static int readAll(WireWait *w, int fd, unsigned char *p, size_t n, int timeout_s, size_t *pGot) {
+  *pGot = 0;
   while (n > 0) {
     ssize_t r = read(fd, p, n);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (wireWaitFor(w, fd, POLLIN, WIRE_IO_TIMEOUT_S) != 0) return -1;
+      if (wireWaitFor(w, fd, POLLIN, timeout_s) != 0) return -1;
       continue;
     }
     if (r == 0) errno = 0;
     if (r <= 0) return -1;
     p += r;
     n -= (size_t)r;
+    *pGot += (size_t)r;
   }
   return 0;
+}
+
+/* Whether a failed connect() says that nothing listens there, or that the host cannot be
+** reached (so a node there is down, as far as this machine can tell): anything else is a
+** local failure, which says nothing of the node. */
+static int isDownErrno(int err) {
+  return err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH || err == ETIMEDOUT;
 }
 
 /* A non-blocking connect() bounded by WIRE_DIAL_TIMEOUT_S; 0, or -1 with errno. */
@@ -159,8 +179,11 @@ static int wireConnect(WireWait *w, int fd, const struct addrinfo *ai) {
   return err == 0 ? 0 : -1;
 }
 
-/* Connects to HOST:PORT ([V6ADDR]:PORT for IPv6) and sends the handshake. */
-int wireDial(WireWait *w, const char *address, int *pFd, char *zErr, int nErr) {
+/* Connects to HOST:PORT ([V6ADDR]:PORT for IPv6) and sends the handshake. On failure, *pDown
+** is 1 when every address of the host refused the connection, could not be reached, or
+** timed out (isDownErrno), or reset it at the handshake; 0 for a local failure (no socket, no
+** name resolution, a stop signal). */
+static int dialClassified(WireWait *w, const char *address, int *pFd, int *pDown, char *zErr, int nErr) {
   char host[256];
   char port[8];
   unsigned portNumber;
@@ -168,7 +191,8 @@ int wireDial(WireWait *w, const char *address, int *pFd, char *zErr, int nErr) {
   size_t hostLen;
   struct addrinfo hints, *res = 0, *ai;
   unsigned char hello[8];
-  int fd = -1, rc;
+  int fd = -1, rc, sawDown = 0, sawOther = 0, err = 0;
+  *pDown = 0;
   if (evidenceAddressSplit(address, host, sizeof(host), &portNumber) != 0) {
     wireSetError(zErr, nErr, "%s is not HOST:PORT", address);
     return -1;
@@ -186,24 +210,36 @@ int wireDial(WireWait *w, const char *address, int *pFd, char *zErr, int nErr) {
     wireSetError(zErr, nErr, "cannot resolve %s: %s", name, gai_strerror(rc));
     return -1;
   }
-  errno = 0;
   for (ai = res; ai != 0 && fd < 0 && !w->stopped; ai = ai->ai_next) {
     fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd >= 0 && wireConnect(w, fd, ai) != 0) {
-      int err = errno;
+    if (fd < 0) {
+      err = errno; /* EMFILE, ENOBUFS, ...: this machine's, not the node's */
+      sawOther = 1;
+    } else if (wireConnect(w, fd, ai) != 0) {
+      err = errno;
       close(fd);
       fd = -1;
-      errno = err;
+      if (isDownErrno(err)) {
+        sawDown = 1;
+      } else {
+        sawOther = 1;
+      }
     }
   }
   freeaddrinfo(res);
   if (fd < 0) {
-    wireSetError(zErr, nErr, "cannot connect to %s: %s", address, w->stopped ? "stopped" : strerror(errno));
+    *pDown = sawDown && !sawOther && !w->stopped;
+    wireSetError(zErr, nErr, "cannot connect to %s: %s", address,
+                 w->stopped ? "stopped"
+                 : err      ? strerror(err)
+                            : "no address");
     return -1;
   }
   bufPutU64(hello, WIRE_PROTOCOL_VERSION);
-  if (writeAll(w, fd, hello, sizeof(hello)) != 0) {
-    wireSetError(zErr, nErr, "cannot talk to %s: %s", address, strerror(errno));
+  if (writeAll(w, fd, hello, sizeof(hello), WIRE_DIAL_TIMEOUT_S) != 0) {
+    err = errno;
+    *pDown = (err == ECONNRESET || err == EPIPE) && !w->stopped;
+    wireSetError(zErr, nErr, "cannot talk to %s: %s", address, w->stopped ? "stopped" : strerror(err));
     close(fd);
     return -1;
   }
@@ -211,37 +247,64 @@ int wireDial(WireWait *w, const char *address, int *pFd, char *zErr, int nErr) {
   return 0;
 }
 
-/* Sends one request and reads its response into *pRes (the caller frees pRes->a).
-** A FAILURE response is turned into -1 with the server's message. */
+int wireDial(WireWait *w, const char *address, int *pFd, char *zErr, int nErr) {
+  int down;
+  return dialClassified(w, address, pFd, &down, zErr, nErr);
+}
+
+/* Sends one request and reads its response into *pRes (the caller frees pRes->a), waiting
+** up to timeout_s for it: 0, or one of the RT_* codes with the reason in zErr (for a FAILURE
+** response, the server's message). */
 static int wireRoundTrip(WireWait *w, int fd, int type, const unsigned char *body, size_t nBody, int expect,
-                         WireBuf *pRes, char *zErr, int nErr) {
+                         int timeout_s, WireBuf *pRes, char *zErr, int nErr) {
   unsigned char header[8];
   uint64_t code;
   const char *zMsg;
-  size_t nWords = nBody / 8;
+  size_t nWords = nBody / 8, got = 0;
+  int err;
+  pRes->a = 0;
   memset(header, 0, sizeof(header));
   for (int i = 0; i < 4; i++) header[i] = (unsigned char)(nWords >> (8 * i));
   header[4] = (unsigned char)type;
-  if (writeAll(w, fd, header, 8) != 0 || writeAll(w, fd, body, nBody) != 0 ||
-      readAll(w, fd, header, 8) != 0) {
-    wireSetError(zErr, nErr, "the connection failed: %s", errno ? strerror(errno) : "closed by the peer");
-    return -1;
+  if (writeAll(w, fd, header, 8, timeout_s) != 0 || writeAll(w, fd, body, nBody, timeout_s) != 0) {
+    err = errno;
+    wireSetError(zErr, nErr, "the connection failed: %s", w->stopped ? "stopped" : strerror(err));
+    return err == ECONNRESET || err == EPIPE ? RT_CLOSED : err == ETIMEDOUT ? RT_TIMEOUT : RT_ERROR;
+  }
+  if (readAll(w, fd, header, 8, timeout_s, &got) != 0) {
+    err = errno;
+    if (w->stopped) {
+      wireSetError(zErr, nErr, "stopped");
+      return RT_ERROR;
+    }
+    if (err == ETIMEDOUT) {
+      wireSetError(zErr, nErr, "no reply within %d s", timeout_s);
+      return RT_TIMEOUT;
+    }
+    wireSetError(zErr, nErr, "the connection failed: %s", err ? strerror(err) : "closed by the peer");
+    return got == 0 && (err == 0 || err == ECONNRESET) ? RT_CLOSED : RT_ERROR;
   }
   nWords = (size_t)header[0] | (size_t)header[1] << 8 | (size_t)header[2] << 16 | (size_t)header[3] << 24;
   if (nWords * 8 > WIRE_MAX_BODY) {
     wireSetError(zErr, nErr, "the peer sent a %zu-byte message: not a dqlite node?", nWords * 8);
-    return -1;
+    return RT_ERROR;
   }
   pRes->n = nWords * 8;
   pRes->pos = 0;
   pRes->a = malloc(pRes->n + 1);
   if (pRes->a == 0) {
     wireSetError(zErr, nErr, "out of memory");
-    return -1;
+    return RT_ERROR;
   }
-  if (readAll(w, fd, pRes->a, pRes->n) != 0) {
-    wireSetError(zErr, nErr, "the connection failed while reading a reply");
-    goto fail;
+  if (readAll(w, fd, pRes->a, pRes->n, timeout_s, &got) != 0) {
+    err = errno;
+    wireSetError(zErr, nErr, "the connection failed while reading a reply: %s",
+                 w->stopped ? "stopped"
+                 : err      ? strerror(err)
+                            : "closed by the peer");
+    free(pRes->a);
+    pRes->a = 0;
+    return err == ETIMEDOUT && !w->stopped ? RT_TIMEOUT : RT_ERROR;
   }
   if (header[4] == RES_FAILURE) {
     if (bufReadU64(pRes, &code) == 0 && bufReadText(pRes, &zMsg) == 0) {
@@ -249,35 +312,43 @@ static int wireRoundTrip(WireWait *w, int fd, int type, const unsigned char *bod
     } else {
       wireSetError(zErr, nErr, "the request failed");
     }
-    goto fail;
+    free(pRes->a);
+    pRes->a = 0;
+    return RT_FAILURE;
   }
   if (header[4] != expect) {
-    wireSetError(zErr, nErr, "unexpected reply type %d to request %d", header[4], type);
-    goto fail;
+    wireSetError(zErr, nErr, "unexpected reply type %d to request %d: not a dqlite node?", header[4], type);
+    free(pRes->a);
+    pRes->a = 0;
+    return RT_ERROR;
   }
   return 0;
-fail:
-  free(pRes->a);
-  pRes->a = 0;
-  return -1;
 }
 
-/* Asks the node on fd who leads: copies the leader's address into zLeader, "" if none yet. */
-int wireAskLeader(WireWait *w, int fd, char *zLeader, size_t nLeader, char *zErr, int nErr) {
+/* Asks the node on fd who leads, waiting timeout_s for the reply: copies the leader's address
+** into zLeader, "" if none yet. 0, or an RT_* code. */
+static int askLeader(WireWait *w, int fd, int timeout_s, char *zLeader, size_t nLeader, char *zErr,
+                     int nErr) {
   unsigned char body[8];
   WireBuf res;
   uint64_t id;
   const char *z;
+  int rc;
   bufPutU64(body, 0);
-  if (wireRoundTrip(w, fd, REQ_LEADER, body, 8, RES_LEADER, &res, zErr, nErr) != 0) return -1;
+  rc = wireRoundTrip(w, fd, REQ_LEADER, body, 8, RES_LEADER, timeout_s, &res, zErr, nErr);
+  if (rc != 0) return rc;
   if (bufReadU64(&res, &id) != 0 || bufReadText(&res, &z) != 0 || strlen(z) >= nLeader) {
-    wireSetError(zErr, nErr, "malformed leader reply");
+    wireSetError(zErr, nErr, "malformed leader reply: not a dqlite node?");
     free(res.a);
-    return -1;
+    return RT_ERROR;
   }
   snprintf(zLeader, nLeader, "%s", id == 0 ? "" : z);
   free(res.a);
   return 0;
+}
+
+int wireAskLeader(WireWait *w, int fd, char *zLeader, size_t nLeader, char *zErr, int nErr) {
+  return askLeader(w, fd, WIRE_ASK_TIMEOUT_S, zLeader, nLeader, zErr, nErr) == 0 ? 0 : -1;
 }
 
 int wireDialLeader(WireWait *w, const char *seed, int *pFd, char *zLeader, size_t nLeader, char *zErr,
@@ -288,8 +359,12 @@ int wireDialLeader(WireWait *w, const char *seed, int *pFd, char *zLeader, size_
     wireSetError(zErr, nErr, "%s", zWhy);
     return -1;
   }
-  rc = wireAskLeader(w, fd, zLeader, nLeader, zWhy, sizeof(zWhy));
+  rc = askLeader(w, fd, WIRE_ASK_TIMEOUT_S, zLeader, nLeader, zWhy, sizeof(zWhy));
   close(fd);
+  if (rc == RT_TIMEOUT) {
+    wireSetError(zErr, nErr, "asking %s for the leader: %s (is %s a dqlite node?)", seed, zWhy, seed);
+    return -1;
+  }
   if (rc != 0) {
     wireSetError(zErr, nErr, "asking %s for the leader: %s", seed, zWhy);
     return -1;
@@ -305,14 +380,32 @@ int wireDialLeader(WireWait *w, const char *seed, int *pFd, char *zLeader, size_
   return 0;
 }
 
-int wireAnswers(WireWait *w, const char *address) {
+int wireProbe(WireWait *w, const char *address, char *zWhy, int nWhy) {
   char zLeader[WIRE_ADDRESS_MAX];
-  char zWhy[512];
-  int fd, rc;
-  if (wireDial(w, address, &fd, zWhy, sizeof(zWhy)) != 0) return 0;
-  rc = wireAskLeader(w, fd, zLeader, sizeof(zLeader), zWhy, sizeof(zWhy));
+  char zErr[512];
+  int fd, down, rc;
+  if (dialClassified(w, address, &fd, &down, zErr, sizeof(zErr)) != 0) {
+    wireSetError(zWhy, nWhy, "%s", zErr);
+    return down ? WIRE_PROBE_DOWN : WIRE_PROBE_UNSURE;
+  }
+  rc = askLeader(w, fd, WIRE_PROBE_TIMEOUT_S, zLeader, sizeof(zLeader), zErr, sizeof(zErr));
   close(fd);
-  return rc == 0;
+  switch (rc) {
+    case 0:
+    case RT_FAILURE: /* a dqlite node, which turned the request down: it runs */
+      wireSetError(zWhy, nWhy, "a dqlite node answers at %s", address);
+      return WIRE_PROBE_ANSWERS;
+    case RT_CLOSED:
+      wireSetError(zWhy, nWhy, "%s took the connection and closed it: %s", address, zErr);
+      return WIRE_PROBE_DOWN;
+    case RT_TIMEOUT:
+      wireSetError(zWhy, nWhy,
+                   "%s took the connection but sent no reply within %d s (a paused or overloaded node "
+                   "does not answer either; is %s a dqlite node?)",
+                   address, WIRE_PROBE_TIMEOUT_S, address);
+      return WIRE_PROBE_UNSURE;
+    default: wireSetError(zWhy, nWhy, "%s: %s", address, zErr); return WIRE_PROBE_UNSURE;
+  }
 }
 
 const char *wireRoleName(int role) {
@@ -325,7 +418,9 @@ int wireMembers(WireWait *w, int fd, WireMember *a, int nMax, int *pN, char *zEr
   uint64_t n, nodeId, role;
   const char *z;
   bufPutU64(body, 1); /* format 1: with roles */
-  if (wireRoundTrip(w, fd, REQ_CLUSTER, body, 8, RES_SERVERS, &res, zErr, nErr) != 0) return -1;
+  if (wireRoundTrip(w, fd, REQ_CLUSTER, body, 8, RES_SERVERS, WIRE_ASK_TIMEOUT_S, &res, zErr, nErr) != 0) {
+    return -1;
+  }
   if (bufReadU64(&res, &n) != 0) goto malformed;
   if (n > (uint64_t)nMax) {
     wireSetError(zErr, nErr, "the leader lists %llu members, more than %d: not a pyevidence cluster?",
@@ -357,7 +452,10 @@ static int wireChange(WireWait *w, int fd, int type, const uint64_t *words, int 
   unsigned char body[16];
   WireBuf res;
   for (int i = 0; i < nWords; i++) bufPutU64(body + 8 * i, words[i]);
-  if (wireRoundTrip(w, fd, type, body, (size_t)nWords * 8, RES_EMPTY, &res, zErr, nErr) != 0) return -1;
+  if (wireRoundTrip(w, fd, type, body, (size_t)nWords * 8, RES_EMPTY, WIRE_COMMIT_TIMEOUT_S, &res, zErr,
+                    nErr) != 0) {
+    return -1;
+  }
   free(res.a);
   return 0;
 }
@@ -373,10 +471,11 @@ int wireAdd(WireWait *w, int fd, uint64_t id, const char *address, char *zErr, i
   }
   bufPutU64(body, id);
   memcpy(body + 8, address, strlen(address));
-  rc = wireRoundTrip(w, fd, REQ_ADD, body, n, RES_EMPTY, &res, zErr, nErr);
+  rc = wireRoundTrip(w, fd, REQ_ADD, body, n, RES_EMPTY, WIRE_COMMIT_TIMEOUT_S, &res, zErr, nErr);
   free(body);
-  if (rc == 0) free(res.a);
-  return rc;
+  if (rc != 0) return -1;
+  free(res.a);
+  return 0;
 }
 
 int wireAssign(WireWait *w, int fd, uint64_t id, int role, char *zErr, int nErr) {

@@ -40,7 +40,9 @@ long long wireNowMs(void);
 void wireSetError(char *zErr, int nErr, const char *zFormat, ...);
 
 /* Connects to HOST:PORT ([V6ADDR]:PORT for IPv6) and sends the handshake: 0 and the socket in
-** *pFd, or -1 with the reason in zErr. A peer that does not answer is given 5 s. */
+** *pFd, or -1 with the reason in zErr. A peer that does not take the connection is given 5 s.
+** The replies to LEADER and CLUSTER are waited for 10 s, those to ADD, ASSIGN and REMOVE
+** (a commit) 60 s. */
 int wireDial(WireWait *w, const char *address, int *pFd, char *zErr, int nErr);
 
 /* Asks the node on fd who leads: its address into zLeader ("" if none yet). */
@@ -51,8 +53,19 @@ int wireAskLeader(WireWait *w, int fd, char *zLeader, size_t nLeader, char *zErr
 int wireDialLeader(WireWait *w, const char *seed, int *pFd, char *zLeader, size_t nLeader, char *zErr,
                    int nErr);
 
-/* Whether a dqlite node answers at address: it takes the handshake and says who leads. */
-int wireAnswers(WireWait *w, const char *address);
+/* What wireProbe() found at a member's address. */
+enum {
+  WIRE_PROBE_ANSWERS = 0, /* a dqlite node replied (who leads, or a FAILURE): it runs */
+  WIRE_PROBE_DOWN = 1,    /* the connection was refused, the host unreachable, connect() timed out
+                             (5 s), or the peer closed or reset the connection before any reply */
+  WIRE_PROBE_UNSURE = 2   /* anything else: a local error (EMFILE, ENOBUFS, a name that does not
+                             resolve), no reply within 5 s (a paused or overloaded node, or no
+                             dqlite node), a reply that is not dqlite's protocol, a stop signal */
+};
+
+/* Whether a dqlite node answers at address, as seen from this machine: asks it who leads.
+** Returns a WIRE_PROBE_* code, with what was found in zWhy. At most 10 s. */
+int wireProbe(WireWait *w, const char *address, char *zWhy, int nWhy);
 
 /* "voter", "standby" or "spare". */
 const char *wireRoleName(int role);
