@@ -97,7 +97,7 @@ def test_restore_refuses_what_it_must_not_overwrite_and_changes_nothing(tmp_path
     done = run_cli("restore", "--db", str(store_path), "--from", str(store_path))
     assert done.returncode == 2 and "is the store itself" in done.stderr, done.stderr
     done = run_cli("restore", "--db", str(store_path), "--from", str(tmp_path / "missing.db"))
-    assert done.returncode != 0 and "no backup file at" in done.stderr, done.stderr
+    assert done.returncode == 2 and "no backup file at" in done.stderr, done.stderr  # bad input
     assert {p: p.read_bytes() for p in kept} == kept
 
     fresh = tmp_path / "fresh.db"  # a store that is not there yet is created from the backup
@@ -141,3 +141,25 @@ def test_a_damaged_file_says_how_to_put_a_backup_back(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert "database disk image is malformed; the database file is damaged" in done.stderr, done.stderr
     assert "'pyevidence restore'" in done.stderr
+
+
+def test_restore_into_a_store_another_program_keeps_locked_gives_up_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    """sqlite3's backup() retried a locked target for ever: restore hung as long as another
+    program kept its write transaction open. It now gives up after the busy timeout (exit 1)."""
+    store_path, backup = tmp_path / "ev.db", tmp_path / "copy.db"
+    with EvidenceStore(store_path) as store:
+        store.put_many(_records("a", 3))
+        store.backup(backup)
+    holder = sqlite3.connect(store_path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # a write transaction left open
+        kept = store_path.read_bytes()
+        done = run_cli("restore", "--db", str(store_path), "--from", str(backup))
+        assert done.returncode == 1 and "database is locked" in done.stderr, done.stderr
+        assert f"{store_path} is unchanged" in done.stderr
+        assert store_path.read_bytes() == kept
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()

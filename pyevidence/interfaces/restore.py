@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
+from collections.abc import Callable
 
 from ..core.errors import EvidenceError, StoreError, UpgradeNeeded, ValidationError
 from ..storage import schema
@@ -25,8 +27,8 @@ def restore(backup: str, target: str) -> None:
     of this release's schema, and ``target``, if it exists, as a pyevidence store of any
     release, so that a mistyped path does not overwrite another database; nothing is changed
     when either is refused."""
-    if not os.path.isfile(backup):
-        raise FileNotFoundError(f"no backup file at {backup}")
+    if not os.path.isfile(backup):  # bad input, exit 2, as for any file named that is not there
+        raise ValidationError("from", f"no backup file at {backup}; name the backup file")
     if os.path.exists(target) and os.path.samefile(backup, target):
         raise ValidationError("from", f"{backup} is the store itself; name the backup file")
     with EvidenceStore(backup, read_only=True):
@@ -37,7 +39,7 @@ def restore(backup: str, target: str) -> None:
     try:
         store = sqlite3.connect(target, timeout=schema.BUSY_TIMEOUT_MS / 1000)
         try:
-            source.backup(store)
+            source.backup(store, progress=_gives_up_when_locked(backup, target))
             store.execute(schema.ERASURE_CHECKPOINT_SQL)  # the old pages out of the log too
         except sqlite3.Error as exc:  # the backup's one write transaction rolled back
             raise StoreError(
@@ -49,6 +51,22 @@ def restore(backup: str, target: str) -> None:
         source.close()
     with EvidenceStore(target, read_only=True):
         pass
+
+
+def _gives_up_when_locked(backup: str, target: str) -> Callable[[int, int, int], None]:
+    """sqlite3's backup() retries a locked target for ever; this ends it (nothing copied)
+    once the target has stayed locked past the busy timeout, as any other write would."""
+    deadline = time.monotonic() + schema.BUSY_TIMEOUT_MS / 1000
+
+    def progress(status: int, remaining: int, total: int) -> None:
+        if status in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) and time.monotonic() >= deadline:
+            raise StoreError(
+                f"restoring {backup} into {target} failed (database is locked: another connection "
+                f"held its lock for longer than the busy timeout of 5 s); {target} is unchanged: stop "
+                "the programs that use it and retry"
+            )
+
+    return progress
 
 
 def _restorable(target: str) -> None:
