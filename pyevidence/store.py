@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -42,6 +43,10 @@ from .storage.paths import StorePath
 
 ENGINES = ("auto", "native", "python", "cluster")
 T = TypeVar("T")
+# Before each try to take a forget's text out of the WAL (EvidenceStore._erase_from_journal):
+# at once, then about a third of a second in all, time for a retrieve of another connection
+# to end, spent with this store's lock held.
+_ERASURE_PAUSES = (0.0, 0.01, 0.05, 0.1, 0.2)
 
 
 def _native_engine_class() -> Any:
@@ -330,17 +335,25 @@ class EvidenceStore:
         self._writable("forget")
         with self._engine_locked(erasing=True) as engine:
             forgot = bool(engine.forget(tenant, record_id))
-            if forgot:
+            if forgot or self._erasure_pending:
                 self._erase_from_journal(engine)
             return forgot
 
-    def _erase_from_journal(self, engine: Any) -> None:
+    def _erase_from_journal(self, engine: Any, pauses: tuple[float, ...] = _ERASURE_PAUSES) -> None:
         """After a forget committed: the erased text out of the WAL as well
-        (schema.ERASURE_CHECKPOINT_SQL). When a reader of an older snapshot keeps it there,
-        the next forget and close() try again. The cluster's engine has no WAL of its own."""
+        (schema.ERASURE_CHECKPOINT_SQL), tried after each of ``pauses`` (seconds) without
+        waiting on a lock, so that a short read of another connection ends meanwhile and no
+        other writer is held up. When a reader still keeps the WAL, the next forget and close()
+        try again. The cluster's engine has no WAL of its own."""
         checkpoint = getattr(engine, "checkpoint_erasure", None)
-        if checkpoint is not None:
-            self._erasure_pending = not checkpoint()
+        if checkpoint is None:
+            return
+        for pause in pauses:
+            time.sleep(pause)
+            if checkpoint():
+                self._erasure_pending = False
+                return
+        self._erasure_pending = True
 
     def _write_checked(
         self, operation: str, tenant: str, record_id: str, write: Callable[[Any, tuple[Version, ...]], T]
@@ -354,7 +367,7 @@ class EvidenceStore:
             with _write_transaction(engine, operation):
                 done = write(engine, versions.history(engine, tenant, record_id))
                 after = versions.history(engine, tenant, record_id)
-            if erasing and done:
+            if erasing and (done or self._erasure_pending):
                 self._erase_from_journal(engine)
             return done, after
 
@@ -427,7 +440,7 @@ class EvidenceStore:
             if not self._closed:
                 self._closed = True
                 if self._erasure_pending:  # a reader kept a forget's text in the WAL
-                    self._erase_from_journal(self._engine)
+                    self._erase_from_journal(self._engine, pauses=(0.0,))
                 self._engine.close()
 
     def __del__(self, _warn: Any = warnings.warn) -> None:

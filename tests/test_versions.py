@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -238,9 +240,9 @@ def test_forgotten_text_is_out_of_the_wal_when_forget_returns(engine: str, tmp_p
 
 
 def test_a_reader_of_an_older_snapshot_delays_the_erasure_until_it_ends(engine: str, tmp_path: Path) -> None:
-    """SQLite cannot move the WAL's frames into the file while another connection reads a
-    snapshot older than them: forget waits for it up to the busy timeout, returns, and the
-    store erases the text from the WAL once the reader has ended, at its next forget or close."""
+    """SQLite cannot empty the WAL while another connection reads it: forget tries for a third
+    of a second, returns, and the store erases the text from the WAL once the reader has
+    ended, at its next forget (one that finds nothing to forget too) or close."""
     path = tmp_path / "erase.db"
     secret = b"SECRETPASSWORD"
     with EvidenceStore(path, engine=engine) as writer:
@@ -254,8 +256,8 @@ def test_a_reader_of_an_older_snapshot_delays_the_erasure_until_it_ends(engine: 
             reader.execute("COMMIT")
         finally:
             reader.close()
-        assert writer.forget(tenant="team-a", record_id="r1") is True
-        assert _on_disk(path, b"SECRETPASSWORD-0 ") == 0 and _on_disk(path, b"SECRETPASSWORD-1 ") == 0
+        assert writer.forget(tenant="team-a", record_id="nothing-of-that-name") is False
+        assert _on_disk(path, b"SECRETPASSWORD-0 ") == 0
         reader = sqlite3.connect(path, isolation_level=None)
         try:
             reader.execute("BEGIN")
@@ -266,7 +268,37 @@ def test_a_reader_of_an_older_snapshot_delays_the_erasure_until_it_ends(engine: 
             assert _on_disk(path, b"SECRETPASSWORD-2 ") == 0
         finally:
             reader.close()
-    assert _on_disk(path, secret) == 17  # r3..r19, kept: only forget erases
+    assert _on_disk(path, secret) == 18  # r1, r3..r19, kept: only forget erases
+
+
+def test_erasing_a_forget_from_the_wal_holds_up_no_other_writer(engine: str, tmp_path: Path) -> None:
+    """The checkpoint first waited for the reader with the write lock held: a put of another
+    process during those 5 s failed with "database is locked", and forget took 5 s."""
+    path = tmp_path / "erase.db"
+    with EvidenceStore(path, engine=engine) as forgetting, EvidenceStore(path, engine=engine) as putting:
+        forgetting.put_many(_secrets("r", 20))
+        reader = sqlite3.connect(path, isolation_level=None)
+        try:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM evidence_versions").fetchone()
+            took: list[float] = []
+
+            def forget() -> None:
+                started = time.monotonic()
+                forgetting.forget(tenant="team-a", record_id="r0")
+                took.append(time.monotonic() - started)
+
+            thread = threading.Thread(target=forget)
+            thread.start()
+            time.sleep(0.05)  # into the checkpoint's tries
+            started = time.monotonic()
+            putting.put(**record(record_id="during", body="put while forget erased"))
+            put_took = time.monotonic() - started
+            thread.join()
+        finally:
+            reader.close()
+        assert took and took[0] < 2.5 and put_took < 2.5, (took, put_took)
+        assert putting.history(tenant="team-a", record_id="during")[-1].body == "put while forget erased"
 
 
 # ---- immutability, enforced by the schema

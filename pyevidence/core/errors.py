@@ -87,8 +87,10 @@ _DISK_HINT = (
 )
 
 
-# ... for "another connection kept the lock": SQLITE_BUSY, SQLITE_LOCKED (after the busy timeout).
-_LOCK_TROUBLE = {5, 6}
+# ... for "another connection kept the lock past the busy timeout": SQLITE_BUSY itself, not its
+# extended codes (SQLITE_BUSY_SNAPSHOT and _RECOVERY come at once, without a wait), nor
+# SQLITE_LOCKED (a conflict inside one connection).
+_SQLITE_BUSY = 5
 _LOCK_HINT = (
     "another connection held the database's lock for longer than the busy timeout of 5 s (a long "
     "write, or a read transaction left open while the WAL was checkpointed); retry once it is done"
@@ -104,13 +106,14 @@ _CORRUPT_HINT = (
 )
 
 
-def from_sqlite(code: int, message: str, *, writing: bool = False) -> StoreError:
+def from_sqlite(code: int, message: str, *, writing: bool = False, waited: bool = True) -> StoreError:
     """The exception both engines raise for an SQLite failure with result ``code``.
     ``writing``: the failed call was a write (put, put_many, forget), which SQLite
-    has rolled back, so the message can say nothing was written."""
+    has rolled back, so the message can say nothing was written. ``waited``: the
+    connection has pyevidence's busy timeout (the file engines'; not a cluster's)."""
     if code & 0xFF in _DISK_TROUBLE:
         message += ("; nothing was written; " if writing else "; ") + _DISK_HINT
-    elif code & 0xFF in _LOCK_TROUBLE:
+    elif code == _SQLITE_BUSY and waited:
         message += ("; nothing was written; " if writing else "; ") + _LOCK_HINT
     elif code & 0xFF == _CORRUPT and "malformed" in message:  # SQLite's words, not the index's
         message += "; " + _CORRUPT_HINT

@@ -98,9 +98,14 @@ FORGET_SQL = "DELETE FROM evidence_current WHERE tenant = ?1 AND record_id = ?2"
 # pages as they were before the forget, and older frames that a checkpoint leaves past the
 # log's new end when it starts the log again from the front. This copies every frame into the
 # file (where secure_delete has zeroed the text) and cuts the WAL to zero bytes. SQLite can
-# only do it when no other connection reads an older snapshot: it waits for such readers up to
-# the busy timeout, then answers 1 in its first column (docs/python-api.md, "What forget keeps").
+# only do it when no other connection is reading the WAL, and it would wait for such readers
+# holding the write lock, so that every other writer waited too, and failed after its own busy
+# timeout. So it runs without a busy timeout (ERASURE_NO_WAIT_SQL, then BUSY_TIMEOUT_SQL back):
+# when a reader is there, it answers 1 in its first column at once, and the store tries again
+# (EvidenceStore._erase_from_journal; docs/python-api.md, "What forget keeps").
 ERASURE_CHECKPOINT_SQL = "PRAGMA wal_checkpoint(TRUNCATE)"
+ERASURE_NO_WAIT_SQL = "PRAGMA busy_timeout = 0"
+BUSY_TIMEOUT_SQL = f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}"
 
 # put_many as both engines write it: the rows PUT_SQL's trigger would write, without
 # the trigger (the batch writer: csrc/evidence_batch.c, and engines/python_engine.py). Each

@@ -320,7 +320,7 @@ class ClusterEngine:
         if code is None:
             # No SQLite result code: the connection failed, the request may have arrived.
             return _LeaderGone(message, in_doubt=True)
-        return from_sqlite(code, message)
+        return from_sqlite(code, message, waited=False)  # dqlite's locks are not waited for here
 
     def _query(self, sql: str) -> list[tuple[Any, ...]]:
         if _DQLITE_OWNS.match(sql):

@@ -206,9 +206,14 @@ class NativeEngine:
         return bool(deleted[0])
 
     def checkpoint_erasure(self) -> bool:
-        """schema.ERASURE_CHECKPOINT_SQL: True when the WAL no longer holds any frame."""
+        """schema.ERASURE_CHECKPOINT_SQL, without waiting: True when the WAL no longer holds
+        any frame."""
         try:
-            rows = self.run(schema.ERASURE_CHECKPOINT_SQL, (), read_only=False)[1]
+            self.run(schema.ERASURE_NO_WAIT_SQL, (), read_only=False)
+            try:
+                rows = self.run(schema.ERASURE_CHECKPOINT_SQL, (), read_only=False)[1]
+            finally:
+                self.run(schema.BUSY_TIMEOUT_SQL, (), read_only=False)
         except EvidenceError:  # the forget stands; the store tries again (EvidenceStore.close)
             return False
         return not rows or rows[0][0] == 0

@@ -277,9 +277,14 @@ class PythonEngine:
         return cursor.rowcount > 0
 
     def checkpoint_erasure(self) -> bool:
-        """schema.ERASURE_CHECKPOINT_SQL: True when the WAL no longer holds any frame."""
+        """schema.ERASURE_CHECKPOINT_SQL, without waiting: True when the WAL no longer holds
+        any frame."""
         try:
-            row = self._conn.execute(schema.ERASURE_CHECKPOINT_SQL).fetchone()
+            self._conn.execute(schema.ERASURE_NO_WAIT_SQL)
+            try:
+                row = self._conn.execute(schema.ERASURE_CHECKPOINT_SQL).fetchone()
+            finally:
+                self._conn.execute(schema.BUSY_TIMEOUT_SQL)
         except sqlite3.Error:  # the forget stands; the store tries again (EvidenceStore.close)
             return False
         return row is None or row[0] == 0
