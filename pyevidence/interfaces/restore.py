@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from ..core.errors import EvidenceError, StoreError, UpgradeNeeded, ValidationError
 from ..storage import schema
@@ -31,26 +32,50 @@ def restore(backup: str, target: str) -> None:
         raise ValidationError("from", f"no backup file at {backup}; name the backup file")
     if os.path.exists(target) and os.path.samefile(backup, target):
         raise ValidationError("from", f"{backup} is the store itself; name the backup file")
-    with EvidenceStore(backup, read_only=True):
-        pass  # a pyevidence store, readable as it is: not an older release's, not damaged
-    if os.path.exists(target):
-        _restorable(target)
-    source = sqlite3.connect(backup)
+    with _no_new_sidecars(backup):
+        with EvidenceStore(backup, read_only=True):
+            pass  # a pyevidence store, readable as it is: not an older release's, not damaged
+        if os.path.exists(target):
+            _restorable(target)
+        _copy(backup, target)
+    with EvidenceStore(target, read_only=True):
+        pass
+
+
+def _copy(backup: str, target: str) -> None:
+    source = sqlite3.connect(backup)  # the last connection to it: its -wal and -shm go on close
     try:
         store = sqlite3.connect(target, timeout=schema.BUSY_TIMEOUT_MS / 1000)
         try:
             source.backup(store, progress=_gives_up_when_locked(backup, target))
-            store.execute(schema.ERASURE_CHECKPOINT_SQL)  # the old pages out of the log too
         except sqlite3.Error as exc:  # the backup's one write transaction rolled back
             raise StoreError(
                 f"restoring {backup} into {target} failed ({exc}); {target} is unchanged"
             ) from None
+        try:  # the old pages out of the log too, holding up no writer (as forget does)
+            store.execute(schema.ERASURE_NO_WAIT_SQL)
+            store.execute(schema.ERASURE_CHECKPOINT_SQL)
+        except sqlite3.Error:
+            pass  # restored all the same; a later checkpoint empties the log
         finally:
             store.close()
     finally:
         source.close()
-    with EvidenceStore(target, read_only=True):
-        pass
+
+
+@contextmanager
+def _no_new_sidecars(backup: str) -> Iterator[None]:
+    """If the restore is refused after the check opened ``backup`` (read-only, so its close
+    leaves them), removes the -wal and -shm files that were not beside it before; a restore
+    that goes on removes them by its own connection's close."""
+    new = [f"{backup}{suffix}" for suffix in ("-wal", "-shm") if not os.path.lexists(f"{backup}{suffix}")]
+    try:
+        yield
+    except BaseException:
+        for path in new:
+            if os.path.isfile(path) and (path.endswith("-shm") or os.path.getsize(path) == 0):
+                os.remove(path)
+        raise
 
 
 def _gives_up_when_locked(backup: str, target: str) -> Callable[[int, int, int], None]:
