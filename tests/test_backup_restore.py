@@ -99,7 +99,8 @@ def test_restore_refuses_what_it_must_not_overwrite_and_changes_nothing(tmp_path
     done = run_cli("restore", "--db", str(store_path), "--from", str(tmp_path / "missing.db"))
     assert done.returncode == 2 and "no backup file at" in done.stderr, done.stderr  # bad input
     assert {p: p.read_bytes() for p in kept} == kept
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.db", "notes.sqlite", "s.db"]  # no -wal/-shm left
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["backup.db", "notes.sqlite", "s.db"]  # no -wal or -shm left beside them
 
     fresh = tmp_path / "fresh.db"  # a store that is not there yet is created from the backup
     assert run_cli("restore", "--db", str(fresh), "--from", str(backup)).returncode == 0

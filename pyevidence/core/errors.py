@@ -92,8 +92,8 @@ _DISK_HINT = (
 # SQLITE_LOCKED (a conflict inside one connection).
 _SQLITE_BUSY = 5
 _LOCK_HINT = (
-    "another connection held the database's lock for longer than the busy timeout of 5 s (a long "
-    "write, or a read transaction left open while the WAL was checkpointed); retry once it is done"
+    "another connection held the database's lock for longer than the busy timeout of 5 s (another "
+    "program's long write, or a write transaction it left open); retry once it is done"
 )
 # ... and for "the file is damaged": SQLITE_CORRUPT as SQLite reports it ("database disk image is
 # malformed"; the token index out of step, which both engines also report as SQLITE_CORRUPT, says
