@@ -88,7 +88,7 @@ def test_restore_refuses_what_it_must_not_overwrite_and_changes_nothing(tmp_path
     kept = {p: p.read_bytes() for p in (store_path, backup, other)}
 
     done = run_cli("backup", "--db", str(store_path), "--out", str(backup))  # never overwrites
-    assert done.returncode == 2 and "already exists" in done.stderr, done.stderr
+    assert done.returncode == 2 and "error: out: " in done.stderr and "already exists" in done.stderr
     done = run_cli("restore", "--db", str(other), "--from", str(backup))  # not a pyevidence store
     assert done.returncode == 2 and "does not open as a pyevidence store" in done.stderr, done.stderr
     assert "move" in done.stderr and "-wal and -shm files away" in done.stderr

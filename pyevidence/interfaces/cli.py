@@ -428,7 +428,10 @@ def _run(args: argparse.Namespace) -> Any:
             return store.check_index().to_dict()
     if args.command == "backup":
         with _open_to_read(db_args.existing(args.db), args.engine) as store:
-            store.backup(args.out)
+            try:
+                store.backup(args.out)
+            except ValidationError as exc:  # the API's argument is dest; here it is --out
+                raise ValidationError("out", exc.reason) from None
         return {"backup": {"db": args.db, "out": args.out, "bytes": os.path.getsize(args.out)}}
     if args.command == "restore":
         if paths.is_cluster_url(args.db):
