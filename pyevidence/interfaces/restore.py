@@ -15,7 +15,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 
 from ..core.errors import EvidenceError, StoreError, UpgradeNeeded, ValidationError
 from ..storage import schema
@@ -43,9 +43,11 @@ def restore(backup: str, target: str) -> None:
 
 
 def _copy(backup: str, target: str) -> None:
-    source = sqlite3.connect(backup)  # the last connection to it: its -wal and -shm go on close
-    try:
-        store = sqlite3.connect(target, timeout=schema.BUSY_TIMEOUT_MS / 1000)
+    # The backup's connection closes last, so its -wal and -shm go with it.
+    with (
+        closing(sqlite3.connect(backup)) as source,
+        closing(sqlite3.connect(target, timeout=schema.BUSY_TIMEOUT_MS / 1000)) as store,
+    ):
         try:
             source.backup(store, progress=_gives_up_when_locked(backup, target))
         except sqlite3.Error as exc:  # the backup's one write transaction rolled back
@@ -57,10 +59,6 @@ def _copy(backup: str, target: str) -> None:
             store.execute(schema.ERASURE_CHECKPOINT_SQL)
         except sqlite3.Error:
             pass  # restored all the same; a later checkpoint empties the log
-        finally:
-            store.close()
-    finally:
-        source.close()
 
 
 @contextmanager
