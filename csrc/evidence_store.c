@@ -16,6 +16,7 @@
 #include "evidence_batch.h"
 #include "evidence_search.h"
 #include "evidence_sqlite.h"
+#include "evidence_stmt_cache.h"
 
 /* The text columns a row of STMT_RANK and STMT_CANDIDATES starts with. */
 #define N_ROW_TEXTS 6
@@ -57,6 +58,7 @@ struct EvidenceStore {
   char *zErr;                  /* the last error message, or 0 */
   char *zDenied;               /* why the read-only gate refused the current query, or 0 */
   sqlite3_str *pSchemaNames;   /* the schema's tables and views while a read-only query runs */
+  EvidenceStmtCache queries;   /* evidence_store_query's statements run without the gate */
 };
 
 /* Records an error message; returns rc so callers can `return storeError(...)`. */
@@ -129,6 +131,7 @@ void evidence_store_close(EvidenceStore *p) {
   int i;
   if (p == 0) return;
   for (i = 0; i < N_STMT; i++) sqlite3_finalize(p->aStmt[i]);
+  evidenceStmtCacheClear(&p->queries);
   evidenceBatchFree(p->pBatch);
   evidenceSearcherFree(p->pSearcher);
   sqlite3_close(p->db);
@@ -516,7 +519,7 @@ static int storeQueryRun(EvidenceStore *p, sqlite3_stmt *pStmt, const char *zTai
                          const EvidenceValue *params, int n_params, int read_only, EvidenceTable **out) {
   EvidenceTable *t;
   size_t nAlloc = 0;
-  int rc, i;
+  int rc, rcStep, i;
   if (pStmt == 0) return storeError(p, SQLITE_MISUSE, "no SQL statement given");
   if (storeMoreStatements(p, zTail, nTail))
     return storeError(p, SQLITE_MISUSE, "only one SQL statement is allowed");
@@ -535,10 +538,14 @@ static int storeQueryRun(EvidenceStore *p, sqlite3_stmt *pStmt, const char *zTai
   t = sqlite3_malloc(sizeof(*t));
   if (t == 0) return storeError(p, SQLITE_NOMEM, "out of memory");
   memset(t, 0, sizeof(*t));
+  /* The columns are read after the first step: a kept statement that SQLite
+  ** prepared again for a changed schema may have other columns by then. */
+  rcStep = sqlite3_step(pStmt);
   t->n_cols = sqlite3_column_count(pStmt);
   rc = tableNames(t, pStmt);
-  while (rc == SQLITE_OK && (rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+  while (rc == SQLITE_OK && (rc = rcStep) == SQLITE_ROW) {
     rc = tableAppendRow(t, pStmt, &nAlloc);
+    if (rc == SQLITE_OK) rcStep = sqlite3_step(pStmt);
   }
   if (rc == SQLITE_DONE) rc = SQLITE_OK;
   if (rc != SQLITE_OK) {
@@ -592,7 +599,14 @@ int evidence_store_query(EvidenceStore *p, const char *sql, size_t sql_len, cons
     if (rc != SQLITE_OK) return rc;
     sqlite3_set_authorizer(p->db, readOnlyAuthorizer, p);
   }
-  rc = sqlite3_prepare_v2(p->db, sql, (int)sql_len, &pStmt, &zTail);
+  if (!read_only && (pStmt = evidenceStmtCacheFind(&p->queries, sql, sql_len)) != 0) {
+    rc = storeQueryRun(p, pStmt, sql + sql_len, 0, params, n_params, read_only, out);
+    storeStmtDone(pStmt);
+    return rc;
+  }
+  /* Without the gate the SQL is the store's own, run again and again: kept once it ran. */
+  rc =
+      sqlite3_prepare_v3(p->db, sql, (int)sql_len, read_only ? 0 : SQLITE_PREPARE_PERSISTENT, &pStmt, &zTail);
   if (rc == SQLITE_OK) {
     rc = storeQueryRun(p, pStmt, zTail, (size_t)(sql + sql_len - zTail), params, n_params, read_only, out);
   } else if (rc == SQLITE_AUTH || p->zDenied) {
@@ -600,7 +614,11 @@ int evidence_store_query(EvidenceStore *p, const char *sql, size_t sql_len, cons
   } else {
     storeDbError(p, rc);
   }
-  sqlite3_finalize(pStmt);
+  if (rc == SQLITE_OK && !read_only && pStmt && zTail == sql + sql_len) {
+    evidenceStmtCacheKeep(&p->queries, sql, sql_len, pStmt);
+  } else {
+    sqlite3_finalize(pStmt);
+  }
   if (read_only) {
     sqlite3_set_authorizer(p->db, 0, 0);
     sqlite3_free(sqlite3_str_finish(p->pSchemaNames));

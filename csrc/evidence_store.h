@@ -88,7 +88,9 @@ int evidence_store_exec(EvidenceStore *store, const char *sql, size_t sql_len);
 /* Runs one statement with n_params bound values and returns its rows in *out.
 ** With read_only set, the read-only gate (evidence_store.c) refuses, before it runs,
 ** a statement that could write or change the connection, and any function or pragma
-** not on its allow-lists; the error message names what it refused. */
+** not on its allow-lists; the error message names what it refused. Without it, the
+** statement is the caller's own: prepared once and kept for the next call with the same
+** text (evidence_stmt_cache.h). */
 int evidence_store_query(EvidenceStore *store, const char *sql, size_t sql_len, const EvidenceValue *params,
                          int n_params, int read_only, EvidenceTable **out);
 void evidence_table_free(EvidenceTable *table);

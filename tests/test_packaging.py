@@ -336,7 +336,12 @@ def test_the_extension_sources_are_the_same_in_every_build() -> None:
     every_c_file = sorted(str(p.relative_to(root)) for p in (root / "csrc").glob("*.c"))
     assert sorted(make_sources) == sorted(loadable)
     store = re.search(r"^STORE_SOURCES\s*:=\s*\$\(EXT_SOURCES\)(.*)$", makefile, re.M)
-    engine_only = ["csrc/evidence_batch.c", "csrc/evidence_index_write.c", "csrc/evidence_store.c"]
+    engine_only = [
+        "csrc/evidence_batch.c",
+        "csrc/evidence_index_write.c",
+        "csrc/evidence_stmt_cache.c",
+        "csrc/evidence_store.c",
+    ]
     assert store is not None and sorted(store.group(1).split()) == engine_only
     assert sorted(engine) == sorted([*loadable, *engine_only])
     assert sorted(engine) == every_c_file

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../evidence_store.h"
+#include "../evidence_stmt_cache.h" /* EVIDENCE_STMT_CACHE_SIZE */
 
 extern int evidenceTestOverlapCalls;
 
@@ -201,6 +202,63 @@ static void testQuery(EvidenceStore *p) {
   evidence_table_free(t);
   CHECK(evidence_store_query(p, "SELECT ?", 8, 0, 0, 1, &t) != 0);
   CHECK(strstr(evidence_store_errmsg(p), "1 parameter(s), 0 value(s)") != 0);
+}
+
+/* The one text cell of a statement run without the gate (kept), or "" when none. */
+static void queryText(EvidenceStore *p, const char *zSql, const EvidenceValue *aParam, int nParam, char *zOut,
+                      size_t nOut) {
+  EvidenceTable *t = 0;
+  zOut[0] = 0;
+  if (evidence_store_query(p, zSql, strlen(zSql), aParam, nParam, 0, &t) == 0 && t->n_rows == 1 &&
+      t->cells[0].type == 3 && t->cells[0].n < nOut) {
+    memcpy(zOut, t->cells[0].z, t->cells[0].n);
+    zOut[t->cells[0].n] = 0;
+  }
+  evidence_table_free(t);
+}
+
+/* Statements run without the gate are kept and run again: with new bindings, after
+** an error, after the schema changed under them, and after the cache evicted them. */
+static void testKeptStatements(EvidenceStore *p) {
+  static const char zInsert[] = "INSERT INTO kept VALUES (?1) RETURNING a";
+  EvidenceTable *t = 0;
+  EvidenceValue v;
+  char zOut[64], zSql[64];
+  int i;
+  memset(&v, 0, sizeof(v));
+  CHECK(evidence_store_exec(p, "CREATE TABLE kept(a TEXT UNIQUE)", 32) == 0);
+  v.type = 3, v.z = "one", v.n = 3;
+  queryText(p, zInsert, &v, 1, zOut, sizeof(zOut));
+  CHECK(strcmp(zOut, "one") == 0);
+  /* The same text again: a UNIQUE failure is reported and leaves the statement usable. */
+  CHECK(evidence_store_query(p, zInsert, strlen(zInsert), &v, 1, 0, &t) != 0 && t == 0);
+  CHECK(strstr(evidence_store_errmsg(p), "UNIQUE") != 0);
+  v.z = "two";
+  queryText(p, zInsert, &v, 1, zOut, sizeof(zOut));
+  CHECK(strcmp(zOut, "two") == 0);
+  /* No binding is left over from an earlier call: a missing value is refused. */
+  CHECK(evidence_store_query(p, zInsert, strlen(zInsert), 0, 0, 0, &t) != 0);
+  CHECK(strstr(evidence_store_errmsg(p), "1 parameter(s), 0 value(s)") != 0);
+  /* The table changes shape under the kept SELECT: its next run has the new columns. */
+  CHECK(count(p, "SELECT count(*) FROM kept") == 2);
+  CHECK(evidence_store_query(p, "SELECT * FROM kept ORDER BY a", 29, 0, 0, 0, &t) == 0 && t->n_cols == 1);
+  evidence_table_free(t);
+  CHECK(evidence_store_exec(p, "ALTER TABLE kept ADD COLUMN b INTEGER DEFAULT 7", 47) == 0);
+  CHECK(evidence_store_query(p, "SELECT * FROM kept ORDER BY a", 29, 0, 0, 0, &t) == 0);
+  CHECK(t != 0 && t->n_cols == 2 && t->n_rows == 2 && strcmp(t->names[1], "b") == 0);
+  if (t && t->n_cols == 2 && t->n_rows == 2) CHECK(t->cells[3].type == 1 && t->cells[3].i == 7);
+  evidence_table_free(t);
+  /* More texts than the cache holds: each still runs, the first ones again after eviction. */
+  for (i = 0; i < 2 * EVIDENCE_STMT_CACHE_SIZE + 3; i++) {
+    snprintf(zSql, sizeof(zSql), "SELECT 'text %d'", i % (EVIDENCE_STMT_CACHE_SIZE + 5));
+    queryText(p, zSql, 0, 0, zOut, sizeof(zOut));
+    snprintf(zSql, sizeof(zSql), "text %d", i % (EVIDENCE_STMT_CACHE_SIZE + 5));
+    CHECK(strcmp(zOut, zSql) == 0);
+  }
+  /* A table the kept statement read is gone: the error names it. */
+  CHECK(evidence_store_exec(p, "DROP TABLE kept", 15) == 0);
+  CHECK(evidence_store_query(p, "SELECT * FROM kept ORDER BY a", 29, 0, 0, 0, &t) != 0 && t == 0);
+  CHECK(strstr(evidence_store_errmsg(p), "no such table: kept") != 0);
 }
 
 /* Loading is switched on for the one call only: SQL can never load a library. */
@@ -632,6 +690,7 @@ int main(int argc, char **argv) {
   testDocNumberLimit(p);
   testUncheckedBatchThatFails(p);
   testQuery(p);
+  testKeptStatements(p);
   testLoadExtension(p);
   testReadOnlyGate(p);
   evidence_store_close(p);

@@ -219,8 +219,10 @@ class NativeEngine:
         return not rows or rows[0][0] == 0
 
     def select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Runs one read statement of pyevidence's own (pyevidence/storage/versions.py)."""
-        return self.run(sql, params, read_only=True)[1]
+        """Runs one read statement of pyevidence's own (pyevidence/storage/versions.py, the
+        index check): constant text, so it runs without the read-only gate, whose checks are
+        for a host's SQL, and its prepared statement is kept (csrc/evidence_stmt_cache.c)."""
+        return self.run(sql, params, read_only=False)[1]
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
