@@ -339,6 +339,17 @@ class EvidenceStore:
                 self._erase_from_journal(engine)
             return forgot
 
+    def finish_erasure(self, *, timeout: float = 5.0) -> bool:
+        """True when no forget of this store still has its erased text on disk. A forget
+        whose checkpoint another connection's read transaction kept from running
+        (python-api.md, "What forget keeps") is tried again here, every 0.2 s for up to
+        ``timeout`` seconds, without holding up any other writer."""
+        with self._engine_locked() as engine:
+            if self._erasure_pending:
+                tries = max(1, int(timeout / 0.2))
+                self._erase_from_journal(engine, pauses=(0.0, *(0.2,) * tries))
+            return not self._erasure_pending
+
     def _erase_from_journal(self, engine: Any, pauses: tuple[float, ...] = _ERASURE_PAUSES) -> None:
         """After a forget committed: the erased text out of the WAL as well
         (schema.ERASURE_CHECKPOINT_SQL), tried after each of ``pauses`` (seconds) without

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pyevidence import EvidenceStore
-from pyevidence.core.errors import StoreError
+from pyevidence.core.errors import StoreError, ValidationError
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -165,3 +165,163 @@ def test_restore_into_a_store_another_program_keeps_locked_gives_up_and_changes_
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+def _store_and_backup(tmp_path: Path, n: int = 300) -> tuple[Path, Path]:
+    store_path, backup = tmp_path / "s.db", tmp_path / "backup.db"
+    with EvidenceStore(store_path) as store:
+        store.put_many(_records("a", n))
+        store.backup(backup)
+    return store_path, backup
+
+
+def test_a_damaged_backup_is_refused_and_the_store_is_unchanged(tmp_path: Path) -> None:
+    """restore opened the backup and put it in place without a check: a backup with a damaged
+    page, or a damaged text in a page SQLite still reads, replaced a good store, exit 0."""
+    store_path, backup = _store_and_backup(tmp_path)
+    with EvidenceStore(store_path) as store:
+        store.put_many(_records("b", 5))  # the store differs from the backup
+    kept = store_path.read_bytes()
+    data = backup.read_bytes()
+
+    broken_page = bytearray(data)
+    broken_page[20 * 4096 : 20 * 4096 + 64] = b"\xff" * 64  # a page of the history, torn
+    broken_text = bytearray(data)
+    at = data.index(b"a record 77: restart")
+    broken_text[at : at + 8] = b"A RECORD"  # SQLite reads the page; the content hash disagrees
+    for damaged, why in ((broken_page, "is damaged"), (broken_text, "the stored content does not match")):
+        backup.write_bytes(bytes(damaged))
+        done = run_cli("restore", "--db", str(store_path), "--from", str(backup))
+        assert done.returncode == 2 and "error: from: " in done.stderr, done.stderr
+        assert why in done.stderr and f"{store_path} is unchanged" in done.stderr, done.stderr
+        assert store_path.read_bytes() == kept
+
+    backup.write_bytes(b"")
+    done = run_cli("restore", "--db", str(store_path), "--from", str(backup))
+    assert done.returncode == 2 and "is an empty file, not a backup" in done.stderr, done.stderr
+    assert store_path.read_bytes() == kept
+
+
+def test_a_restore_that_fails_into_a_new_path_leaves_nothing_there(tmp_path: Path) -> None:
+    """A failed restore into a path that was not there left an empty file, which the next
+    restore then refused as a file that is not a store."""
+    _, backup = _store_and_backup(tmp_path)
+    fresh = tmp_path / "new.db"
+    limit = "import resource; resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))"
+    cli = "import sys; from pyevidence.interfaces.cli import main; sys.exit(main())"
+    done = subprocess.run(
+        [sys.executable, "-c", f"{limit}; {cli}", "restore", "--db", str(fresh), "--from", str(backup)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1 and "failed" in done.stderr, done.stderr
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("new.db")]
+    assert run_cli("restore", "--db", str(fresh), "--from", str(backup)).returncode == 0
+    assert _records_in(fresh, "auto") == 300
+
+
+def test_restore_names_a_directory_that_is_not_there_and_a_target_that_is_not_a_file(tmp_path: Path) -> None:
+    _, backup = _store_and_backup(tmp_path, 3)
+    done = run_cli("restore", "--db", str(tmp_path / "nodir" / "x.db"), "--from", str(backup))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert (
+        f"cannot create {tmp_path / 'nodir' / 'x.db'}: the directory {tmp_path / 'nodir'} does not exist"
+        in (done.stderr)
+    )
+    done = run_cli("restore", "--db", str(tmp_path), "--from", str(backup))
+    assert done.returncode == 2 and f"{tmp_path} is not a file" in done.stderr, done.stderr
+
+
+def test_restore_names_a_page_size_it_cannot_change(tmp_path: Path) -> None:
+    """It said "attempt to write a readonly database"."""
+    store_path, backup = _store_and_backup(tmp_path, 3)
+    conn = sqlite3.connect(store_path, isolation_level=None)
+    try:
+        for sql in (
+            "PRAGMA journal_mode = DELETE",
+            "PRAGMA page_size = 8192",
+            "VACUUM",
+            "PRAGMA journal_mode = WAL",
+        ):
+            conn.execute(sql)
+    finally:
+        conn.close()
+    kept = store_path.read_bytes()
+    done = run_cli("restore", "--db", str(store_path), "--from", str(backup))
+    assert done.returncode == 2, done.stderr
+    assert f"{store_path} has pages of 8192 bytes and {backup} of 4096" in done.stderr, done.stderr
+    assert "restore into a new file" in done.stderr and store_path.read_bytes() == kept
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+def test_a_backup_is_never_named_as_a_file_sqlite_keeps_beside_a_database(
+    tmp_path: Path, suffix: str
+) -> None:
+    """A backup named ev.db-journal was deleted by SQLite on the store's next open."""
+    store_path, _ = _store_and_backup(tmp_path, 3)
+    out = f"{store_path}{suffix}"
+    done = run_cli("backup", "--db", str(store_path), "--out", out)
+    assert done.returncode == 2 and f"error: out: {out} ends in {suffix}" in done.stderr, done.stderr
+    assert not os.path.exists(out) or suffix != "-journal"  # a -wal or -shm may be the store's own
+    with EvidenceStore(store_path) as store, pytest.raises(ValidationError, match=f"ends in {suffix}"):
+        store.backup(tmp_path / f"copy.db{suffix}")
+    assert not (tmp_path / f"copy.db{suffix}").exists()
+    done = run_cli("backup", "--db", str(store_path), "--out", str(tmp_path / "nodir" / "b.db"))
+    assert done.returncode == 2 and "the directory" in done.stderr and "does not exist" in done.stderr
+
+
+def test_a_backup_of_an_older_store_copies_it_as_it_is(tmp_path: Path) -> None:
+    """pyevidence backup upgraded an older store for good before it copied it: the backup
+    taken before an upgrade could no longer be opened by the release that wrote it."""
+    old, out = tmp_path / "old.db", tmp_path / "old-backup.db"
+    old.write_bytes((Path(__file__).parent / "fixtures" / "v3_store.db").read_bytes())
+    kept = old.read_bytes()
+    done = run_cli("backup", "--db", str(old), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "schema version 3" in done.stderr and "the backup is a copy of it as it is" in done.stderr
+    assert old.read_bytes() == kept
+    with sqlite3.connect(out) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    restored = tmp_path / "restored.db"  # a backup of an older release restores, and upgrades later
+    done = run_cli("restore", "--db", str(restored), "--from", str(out))
+    assert done.returncode == 0, done.stderr
+    assert run_cli("check", "--db", str(restored)).returncode == 0
+
+
+def test_a_cli_forget_says_when_a_reader_keeps_the_text_on_disk(engine: str, tmp_path: Path) -> None:
+    """forget exited 0 with nothing said while another connection's read kept its erased text
+    in the file; it now waits for that reader for up to 5 s, then says so."""
+    path = tmp_path / "s.db"
+    with EvidenceStore(path, engine=engine) as store:
+        store.put_many(_records("a", 3))
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM evidence_versions").fetchone()  # a snapshot held
+        done = run_cli(
+            "forget", "--db", str(path), "--tenant", "team-a", "--record-id", "a1", "--engine", engine
+        )
+        assert done.returncode == 0 and json.loads(done.stdout)["forget"]["deleted"] is True, done.stderr
+        assert "note: another connection stayed inside a read transaction" in done.stderr, done.stderr
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+    done = run_cli("forget", "--db", str(path), "--tenant", "team-a", "--record-id", "a2", "--engine", engine)
+    assert done.returncode == 0 and "read transaction" not in done.stderr, done.stderr
+    assert b"a1 record" not in path.read_bytes()
+
+
+def test_finish_erasure_tries_again_once_the_reader_has_ended(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with EvidenceStore(path, engine=engine) as store:
+        store.put_many(_records("a", 3))
+        assert store.finish_erasure() is True  # nothing forgotten, nothing pending
+        reader = sqlite3.connect(path, isolation_level=None)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM evidence_versions").fetchone()
+        assert store.forget(tenant="team-a", record_id="a1") is True
+        assert store.finish_erasure(timeout=0.2) is False
+        reader.execute("COMMIT")
+        reader.close()
+        assert store.finish_erasure(timeout=0.2) is True
+        wal = Path(f"{path}-wal")
+        assert b"a1 record" not in path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")

@@ -416,6 +416,11 @@ def _run(args: argparse.Namespace) -> Any:
     if args.command == "forget":
         with _open(db_args.existing(args.db), args.engine) as store:
             deleted = store.forget(tenant=args.tenant, record_id=args.record_id)
+            if not store.finish_erasure(timeout=5.0):
+                _note("another connection stayed inside a read transaction, so the forgotten text stays "
+                      "in the database file until a checkpoint can run: the next forget that erases a "
+                      "record, or the last connection to the store closing (docs/python-api.md, "
+                      "\"What forget keeps\")")  # fmt: skip
         if not deleted:
             _nothing_found(f"no current record {args.record_id!r} of tenant {args.tenant!r} in this store "
                            "(never put, or forgotten already): nothing was forgotten")  # fmt: skip
@@ -427,11 +432,19 @@ def _run(args: argparse.Namespace) -> Any:
         with _open_to_read(db_args.existing(args.db), args.engine) as store:
             return store.check_index().to_dict()
     if args.command == "backup":
-        with _open_to_read(db_args.existing(args.db), args.engine) as store:
-            try:
-                store.backup(args.out)
-            except ValidationError as exc:  # the API's argument is dest; here it is --out
-                raise ValidationError("out", exc.reason) from None
+        db = db_args.existing(args.db)
+        try:
+            try:  # a backup never upgrades the store it copies: its version read first, read-only
+                if not paths.is_cluster_url(db):
+                    paths.database(db, read_only=True)
+            except UpgradeNeeded as exc:  # an older release's store: copied as it is
+                restore.copy_as_it_is(db, args.out)
+                _note(f"{exc.older()}; the backup is a copy of it as it is")
+            else:
+                with _open_to_read(db, args.engine) as store:
+                    store.backup(args.out)
+        except ValidationError as exc:  # the API's argument is dest; here it is --out
+            raise ValidationError("out", exc.reason) if exc.field == "dest" else exc from None
         return {"backup": {"db": args.db, "out": args.out, "bytes": os.path.getsize(args.out)}}
     if args.command == "restore":
         if paths.is_cluster_url(args.db):
@@ -469,6 +482,10 @@ def _run(args: argparse.Namespace) -> Any:
                 _nothing_found(f"no versions of tenant {args.tenant!r} in this store: nothing was verified")
             return report.to_dict()
     raise AssertionError(f"unhandled command {args.command}")
+
+
+def _note(what: str) -> None:
+    print(f"pyevidence: note: {what}", file=sys.stderr)
 
 
 def _nothing_found(what: str) -> None:

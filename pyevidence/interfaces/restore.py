@@ -1,4 +1,5 @@
-"""``pyevidence restore``: a backup put back in place of a store, through SQLite.
+"""``pyevidence restore``: a backup put back in place of a store, through SQLite; and the
+backup of an older release's store, copied as it is.
 
 Copying a backup over the store's file is not a restore. A process that ended without
 closing the store (a crash, kill -9) leaves a -wal file beside it, and SQLite replays that
@@ -18,35 +19,155 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 
 from ..core.errors import EvidenceError, StoreError, UpgradeNeeded, ValidationError
-from ..storage import schema
+from ..storage import paths, schema
 from ..store import EvidenceStore
 
 
 def restore(backup: str, target: str) -> None:
     """Puts the pyevidence store in the file ``backup`` in place of the store ``target``
     (created if missing). Both are checked first: ``backup`` must open as a pyevidence store
-    of this release's schema, and ``target``, if it exists, as a pyevidence store of any
-    release, so that a mistyped path does not overwrite another database; nothing is changed
-    when either is refused."""
+    and pass SQLite's quick_check and, when it is of this release's schema, ``verify`` of every
+    tenant's chain; ``target``, if it exists, must open as a pyevidence store of any release,
+    so that a mistyped path does not overwrite another database. Nothing is changed when
+    either is refused, and a ``target`` the restore created is removed again if it fails."""
     if not os.path.isfile(backup):  # bad input, exit 2, as for any file named that is not there
         raise ValidationError("from", f"no backup file at {backup}; name the backup file")
     if os.path.exists(target) and os.path.samefile(backup, target):
         raise ValidationError("from", f"{backup} is the store itself; name the backup file")
+    created = not os.path.lexists(target)
+    if created:
+        _creatable(target)
+    elif not os.path.isfile(target):
+        raise ValidationError("db", f"{target} is not a file; name the store's database file")
     with _no_new_sidecars(backup):
-        with EvidenceStore(backup, read_only=True):
-            pass  # a pyevidence store, readable as it is: not an older release's, not damaged
-        if os.path.exists(target):
+        _checked_backup(backup, target)
+        if not created:
             _restorable(target)
-        _copy(backup, target)
-    with EvidenceStore(target, read_only=True):
-        pass
+            _same_page_size(backup, target)
+        try:
+            _copy(backup, target)
+        except BaseException:
+            if created:
+                _remove_created(target)
+            raise
+    try:
+        EvidenceStore(target, read_only=True).close()
+    except UpgradeNeeded:
+        pass  # a backup of an older release: the next open that writes upgrades it
+
+
+def copy_as_it_is(db: str, out: str) -> None:
+    """``pyevidence backup`` of a store of an older release: SQLite's backup API from a
+    read-only connection, so the store is not upgraded on the way (the backup is what a
+    restore before an upgrade needs). ``out`` is created as store.backup() creates it."""
+    source_uri = paths.DatabasePath(*paths.checked_name(db, field="db", allow_memory=False)).read_only_uri()
+    with paths.new_file(out) as target:
+        try:
+            with (
+                closing(sqlite3.connect(source_uri, uri=True)) as source,
+                closing(sqlite3.connect(target)) as copy,
+            ):
+                source.backup(copy)
+        except sqlite3.Error as exc:
+            raise StoreError(f"backup failed ({exc}); nothing was written to {out}") from None
+
+
+def _creatable(target: str) -> None:
+    """A new ``target``'s directory is there and this user may write in it: else the reason,
+    before anything is read or written."""
+    directory = os.path.dirname(os.path.realpath(target))  # a symlink's file is made where it points
+    if not os.path.isdir(directory):
+        raise ValidationError("db", f"cannot create {target}: the directory {directory} does not exist")
+    if not os.access(directory, os.W_OK):
+        raise StoreError(f"cannot create {target}: this user cannot write in {directory}")
+
+
+def _remove_created(target: str) -> None:
+    """A restore into a new file failed: the file and its sidecars go, so the path is as it was."""
+    for path in (target, *(f"{target}{suffix}" for suffix in paths.SIDECAR_SUFFIXES)):
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+def _checked_backup(backup: str, target: str) -> None:
+    """``backup`` is a pyevidence store that SQLite's quick_check finds whole and, if it is of
+    this release's schema, whose every tenant's chain verifies (a damaged text breaks its hash);
+    else ValidationError, nothing changed. A backup of an older release is checked by SQLite
+    only: its chain is verified once the store is upgraded (``pyevidence verify``)."""
+    unchanged = f"nothing was restored and {target} is unchanged"
+    if os.path.getsize(backup) == 0:
+        raise ValidationError("from", f"{backup} is an empty file, not a backup; {unchanged}")
+    try:
+        store: EvidenceStore | None = EvidenceStore(backup, read_only=True)
+    except UpgradeNeeded:
+        store = None
+    except EvidenceError as exc:
+        raise ValidationError(
+            "from", f"{backup} does not open as a pyevidence store ({exc}); {unchanged}"
+        ) from None
+    try:
+        with closing(sqlite3.connect(backup)) as conn:
+            problems = [str(row[0]) for row in conn.execute("PRAGMA quick_check(3)")]
+            tenants = [] if store is None else [row[0] for row in conn.execute(_TENANTS_SQL)]
+    except sqlite3.Error as exc:
+        problems = [str(exc)]
+    try:
+        if problems != ["ok"]:
+            raise ValidationError(
+                "from", f"{backup} is damaged (SQLite's quick_check: {'; '.join(problems)}); {unchanged}"
+            )
+        for tenant in tenants:
+            found = _verified(store, tenant)
+            if found is not None:
+                raise ValidationError("from", f"{backup} is damaged ({found}); {unchanged}")
+    finally:
+        if store is not None:
+            store.close()
+
+
+_TENANTS_SQL = "SELECT DISTINCT tenant FROM evidence_versions ORDER BY tenant"
+
+
+def _verified(store: EvidenceStore | None, tenant: str) -> str | None:
+    """None when ``tenant``'s chain in the backup verifies; else what is wrong with it."""
+    assert store is not None
+    try:
+        checked = store.verify(tenant=tenant)
+    except EvidenceError as exc:
+        return f"tenant {tenant!r}: {exc}"
+    if checked.ok or checked.broken is None:
+        return None
+    where = f", record {checked.broken.record_id!r}" if checked.broken.record_id is not None else ""
+    return f"tenant {tenant!r}{where}: {checked.broken.reason}"
+
+
+def _same_page_size(backup: str, target: str) -> None:
+    """SQLite cannot change the page size of a database in WAL mode, as a store is, so a
+    backup of another page size cannot be copied into ``target``: say so, and how instead."""
+    sizes = []
+    for path in (backup, target):
+        try:
+            with closing(sqlite3.connect(path, timeout=schema.BUSY_TIMEOUT_MS / 1000)) as conn:
+                sizes.append(int(conn.execute("PRAGMA page_size").fetchone()[0]))
+        except sqlite3.Error:
+            return  # the copy reports what is wrong
+    if sizes[0] != sizes[1]:
+        raise ValidationError(
+            "db",
+            f"{target} has pages of {sizes[1]} bytes and {backup} of {sizes[0]}; SQLite cannot change "
+            f"the page size of a store in WAL mode, so nothing was restored: restore into a new file "
+            f"(pyevidence restore --db NEW --from {backup}), then, with no process using the store, "
+            f"move NEW over {target} and remove {target}-wal and {target}-shm",
+        )
 
 
 def _copy(backup: str, target: str) -> None:
     # The backup's connection closes last, so its -wal and -shm go with it.
     with (
-        closing(sqlite3.connect(backup)) as source,
-        closing(sqlite3.connect(target, timeout=schema.BUSY_TIMEOUT_MS / 1000)) as store,
+        closing(_connect(backup, backup, target)) as source,
+        closing(_connect(target, backup, target)) as store,
     ):
         try:
             source.backup(store, progress=_gives_up_when_locked(backup, target))
@@ -59,6 +180,13 @@ def _copy(backup: str, target: str) -> None:
             store.execute(schema.ERASURE_CHECKPOINT_SQL)
         except sqlite3.Error:
             pass  # restored all the same; a later checkpoint empties the log
+
+
+def _connect(path: str, backup: str, target: str) -> sqlite3.Connection:
+    try:
+        return sqlite3.connect(path, timeout=schema.BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error as exc:
+        raise StoreError(f"restoring {backup} into {target} failed: cannot open {path} ({exc})") from None
 
 
 @contextmanager

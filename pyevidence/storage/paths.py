@@ -188,18 +188,34 @@ def _refuse_special(shown: str, mode: int) -> None:
         raise StoreError(f"{shown} is not a regular file, not a database file; name a regular file")
 
 
+# The files SQLite keeps beside a database, named by appending these to its name.
+SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
+
+
 @contextmanager
 def new_file(dest: object) -> Iterator[str]:
     """Creates ``dest`` as a new empty file, exclusively (O_EXCL: never an existing
     file, never through a symlink), and yields its absolute path for SQLite to fill.
     If the block fails, the file is removed again, if it is still the one created."""
     shown, target = checked_name(dest, field="dest", allow_memory=False)
+    for suffix in SIDECAR_SUFFIXES:
+        if target.endswith(suffix):
+            raise ValidationError(
+                "dest",
+                f"{shown} ends in {suffix}, the name SQLite gives the {suffix[1:]} file of "
+                f"{shown[: -len(suffix)] or 'a database'}; SQLite would delete or replay it on that "
+                "database's next open: name the backup otherwise",
+            )
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(target, flags, 0o644)
     except FileExistsError:
         raise ValidationError(
             "dest", f"{shown} already exists; a backup never overwrites a file, name a new one"
+        ) from None
+    except FileNotFoundError:
+        raise ValidationError(
+            "dest", f"cannot create {shown}: the directory {os.path.dirname(target)} does not exist"
         ) from None
     except OSError as exc:
         raise StoreError(f"backup failed: cannot create {shown}: {exc.strerror or exc}") from None
