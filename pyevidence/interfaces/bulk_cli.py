@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from .. import bulk
 from ..core import validation
@@ -183,12 +183,47 @@ def _checked(args: argparse.Namespace, bar: ProgressBar | None) -> bulk.Checked:
     )
 
 
+class OutputError(Exception):
+    """Standard output could not be written (a full disk): the export is not whole. It carries
+    the OSError, told apart from the store's own errors; the command line reports it as it
+    reports any output it could not write."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Stdout:
+    """sys.stdout for export_jsonl, whose failed writes raise OutputError. A reader that went
+    away (BrokenPipeError) is not one: the command stops quietly, as after '| head'."""
+
+    def write(self, text: str) -> int:
+        try:
+            return sys.stdout.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc) from exc
+
+    def flush(self) -> None:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc) from exc
+
+
 def run_export(args: argparse.Namespace) -> None:
     with EvidenceStore(db_args.existing(args.db), engine=args.engine, read_only=True) as store:
-        # A path: a failed export leaves no file behind (a partial one would pass for a whole
-        # one, and the retry would find --out taken).
-        out = sys.stdout if args.out in (None, "-") else args.out
-        report = bulk.export_jsonl(store, out, tenant=args.tenant, history=args.history)
+        if args.out in (None, "-"):
+            stdout = _Stdout()
+            report = bulk.export_jsonl(store, cast(TextIO, stdout), tenant=args.tenant, history=args.history)
+            stdout.flush()  # here, not at exit: the summary says the output is whole
+        else:
+            # A path: a failed export leaves no file behind (a partial one would pass for a whole
+            # one, and the retry would find --out taken).
+            report = bulk.export_jsonl(store, args.out, tenant=args.tenant, history=args.history)
     noun = "version" if args.history else "record"
     summary = f"pyevidence: exported {report.written:,} {noun}{'' if report.written == 1 else 's'}"
     if report.left_out:

@@ -581,11 +581,16 @@ def _main(argv: list[str]) -> int:
             cluster_node.exec_node(argv[1:])
         except (EvidenceError, OSError) as exc:
             if argv[1:] in (["--help"], ["-h"]):  # the options, and why the program cannot say more
-                print(
-                    f"usage: pyevidence node {cluster_node.SYNOPSIS}\n"
-                    f"       pyevidence node {cluster_node.MEMBERS_SYNOPSIS}\n"
-                    f"       pyevidence node {cluster_node.REMOVE_SYNOPSIS}\n\n{exc}"
-                )
+                try:
+                    _write_output(
+                        f"usage: pyevidence node {cluster_node.SYNOPSIS}\n"
+                        f"       pyevidence node {cluster_node.MEMBERS_SYNOPSIS}\n"
+                        f"       pyevidence node {cluster_node.REMOVE_SYNOPSIS}\n\n{exc}\n"
+                    )
+                except BrokenPipeError:
+                    raise
+                except OSError as failed:
+                    return _cannot_write(failed)
                 return EXIT_OK
             print(f"pyevidence: error: {exc}", file=sys.stderr)
         return EXIT_STORE
@@ -610,6 +615,8 @@ def _main(argv: list[str]) -> int:
         return EXIT_INPUT
     except BrokenPipeError:
         raise  # not the store's: main() ends quietly
+    except bulk_cli.OutputError as exc:  # export's stdout, written as it goes
+        return _cannot_write(exc.error)
     except OSError as exc:
         field = _path_argument(args, exc)
         if field is None:
