@@ -255,6 +255,32 @@ def test_node_help_lists_the_options_even_when_the_program_is_not_built(tmp_path
     assert "is not an executable program" in done.stdout
 
 
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("missing", "is not an executable program (no such file)"),
+        ("folder", "is not an executable program (a directory)"),
+        ("plain", "is not an executable program (not executable by this user)"),
+        ("garbage", "could not be run (Exec format error)"),
+    ],
+)
+def test_a_node_program_that_cannot_be_run_is_named_with_what_to_do(
+    name: str, why: str, tmp_path: Path
+) -> None:
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "plain").write_text("#!/bin/sh\n")
+    (tmp_path / "garbage").write_bytes(b"not a program")
+    (tmp_path / "garbage").chmod(0o755)
+    program = tmp_path / name
+    env = os.environ | {"PYEVIDENCE_NODE": str(program)}
+    done = run_cli("node", "--members", "--cluster", "127.0.0.1:1", cwd=tmp_path, env=env)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"pyevidence: error: PYEVIDENCE_NODE={program} {why}; PYEVIDENCE_NODE must name the evidence_node "
+        "program, which 'make node' in the pyevidence source tree builds as build/evidence_node\n"
+    )
+
+
 # ---- the Python API's side of the same class
 
 

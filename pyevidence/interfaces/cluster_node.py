@@ -33,12 +33,29 @@ REMOVE_SYNOPSIS = "--remove N --cluster HOST:PORT ..."
 BUILT = Path(__file__).resolve().parents[2] / "build" / PROGRAM
 
 
+# What to do when the program named cannot be run.
+_HOW = (
+    f"PYEVIDENCE_NODE must name the {PROGRAM} program, which 'make node' in the pyevidence source tree "
+    f"builds as build/{PROGRAM}"
+)
+
+
 def node_program() -> str:
     """The path of evidence_node, or EngineUnavailableError saying how to build it."""
     override = os.environ.get("PYEVIDENCE_NODE")
     if override:
-        if not os.access(override, os.X_OK):
-            raise EngineUnavailableError(f"PYEVIDENCE_NODE={override} is not an executable program")
+        # os.access(X_OK) alone takes a directory, which execv then refuses (EACCES, no path)
+        why = (
+            "no such file" if not os.path.exists(override)
+            else "a directory" if os.path.isdir(override)
+            else "not a file" if not os.path.isfile(override)
+            else "not executable by this user" if not os.access(override, os.X_OK)
+            else ""
+        )  # fmt: skip
+        if why:
+            raise EngineUnavailableError(
+                f"PYEVIDENCE_NODE={override} is not an executable program ({why}); {_HOW}"
+            )
         return override
     if os.access(BUILT, os.X_OK):
         return str(BUILT)
@@ -55,4 +72,14 @@ def node_program() -> str:
 def exec_node(args: Sequence[str]) -> None:
     """Replaces this process with the node program, so signals (SIGTERM) reach it directly."""
     program = node_program()
-    os.execv(program, [program, *args])
+    try:
+        os.execv(program, [program, *args])
+    except OSError as exc:  # a file that is not a program (ENOEXEC), or for another machine
+        if os.environ.get("PYEVIDENCE_NODE"):
+            raise EngineUnavailableError(
+                f"PYEVIDENCE_NODE={program} could not be run ({exc.strerror}); {_HOW}"
+            ) from None
+        raise EngineUnavailableError(
+            f"{program} could not be run ({exc.strerror}): build it again with 'make node' in the "
+            f"pyevidence source tree, or name a {PROGRAM} program in PYEVIDENCE_NODE"
+        ) from None
