@@ -15,6 +15,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* The bytes of a host name (RFC 1123, and '_', which some resolvers and container
+** networks give) or of an IPv4 address. */
+#define HOST_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_"
+
 int evidenceAddressSplit(const char *z, char *host, size_t nHost, unsigned *pPort) {
   const char *colon = strrchr(z, ':');
   size_t hostLen, digits;
@@ -64,6 +68,13 @@ int evidenceAddressCheck(const char *z, int bBind, char *zErr, size_t nErr) {
     if (inet_pton(AF_INET6, host + 1, &ip6) != 1) goto bad;
   } else if (strchr(host, ':') != 0) {
     goto bad; /* an IPv6 address goes in brackets, or its port cannot be told apart */
+  } else if (host[strspn(host, HOST_CHARS)] != 0) {
+    /* a space, a slash, a byte beyond ASCII: no name lookup could find it */
+    snprintf(zErr, nErr,
+             "must be HOST:PORT, a host of letters, digits, '.', '-' and '_' (or an IPv4 address, or an "
+             "IPv6 one in brackets), got %s",
+             z);
+    return -1;
   }
   return 0;
 bad:

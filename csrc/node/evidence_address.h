@@ -4,7 +4,8 @@
 ** --address is what dqlite binds and what it tells the other members to dial, so
 ** it must be an IPv4 address (libdqlite 1.11 starts on no name and no IPv6
 ** address) that names one machine, with a port of 1..65535. A --join seed is
-** only dialled by this program, so its host may also be a name or [IPv6].
+** only dialled by this program, so its host may also be a name or [IPv6]; a host
+** of other characters (a space, a slash) is refused, not left to fail at lookup.
 */
 #ifndef EVIDENCE_ADDRESS_H
 #define EVIDENCE_ADDRESS_H
