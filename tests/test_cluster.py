@@ -663,6 +663,7 @@ def test_node_1_starts_a_cluster_only_when_told_and_never_again_on_an_empty_dire
     [
         (["--id", "2", "--new-cluster"], "--new-cluster starts a cluster from node 1 (dqlite's rule)", 2),
         (["--id", "1", "--id", "2"], "--id is given twice; give it once", 2),
+        (["--id", "1", "--new-cluster", "--new-cluster"], "--new-cluster is given twice; give it once", 2),
         (["--id", "2", "--join", "host name:9001"], "--join must be HOST:PORT, a host of letters, digits", 2),
         (["--id", "1", "--new-cluster", "--data", "FILE"], "is not a directory; name a directory", 2),
     ],
@@ -1037,6 +1038,7 @@ def test_a_member_that_is_down_is_removed_and_its_address_taken_again(tmp_path: 
         (["--members"], "--members needs --cluster HOST:PORT of a running member"),
         (["--members", "--cluster", "127.0.0.1:1", "--data", "D"], "--members runs no node and takes only"),
         (["--members", "--remove", "3", "--cluster", "127.0.0.1:1"], "are two commands; give one"),
+        (["--members", "--members", "--cluster", "127.0.0.1:1"], "--members is given twice; give it once"),
         (["--members", "--cluster", "host name:1"], "--cluster must be HOST:PORT, a host of letters, digits"),
         (["--remove", "3", "--cluster", "127.0.0.1:1", "--cluster", "a/b:1"], "got a/b:1"),
         (["--members", "--cluster", "h\u00f6st:1"], "--cluster must be HOST:PORT, a host of letters"),

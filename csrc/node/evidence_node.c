@@ -102,12 +102,14 @@ static int parseUnsigned(const char *z, unsigned long long max, unsigned long lo
 }
 
 static unsigned optionBit(const char *flag) {
-  return strcmp(flag, "--id") == 0           ? 1u
-         : strcmp(flag, "--address") == 0    ? 2u
-         : strcmp(flag, "--data") == 0       ? 4u
-         : strcmp(flag, "--latency-ms") == 0 ? 8u
-         : strcmp(flag, "--remove") == 0     ? 16u
-                                             : 0u;
+  return strcmp(flag, "--id") == 0            ? 1u
+         : strcmp(flag, "--address") == 0     ? 2u
+         : strcmp(flag, "--data") == 0        ? 4u
+         : strcmp(flag, "--latency-ms") == 0  ? 8u
+         : strcmp(flag, "--remove") == 0      ? 16u
+         : strcmp(flag, "--new-cluster") == 0 ? 32u
+         : strcmp(flag, "--members") == 0     ? 64u
+                                              : 0u;
 }
 
 /* Returns 0, or 2 (the usage exit status) after saying what was wrong. */
@@ -123,12 +125,17 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
       usage(stdout);
       exit(0);
     }
-    if (strcmp(flag, "--new-cluster") == 0) {
-      o->new_cluster = 1;
-      continue;
-    }
-    if (strcmp(flag, "--members") == 0) {
-      o->members = 1;
+    if (strcmp(flag, "--new-cluster") == 0 || strcmp(flag, "--members") == 0) {
+      if ((seen & optionBit(flag)) != 0) {
+        fprintf(stderr, "evidence_node: %s is given twice; give it once\n", flag);
+        return 2;
+      }
+      seen |= optionBit(flag);
+      if (flag[2] == 'n') {
+        o->new_cluster = 1;
+      } else {
+        o->members = 1;
+      }
       continue;
     }
     if (strcmp(flag, "--id") != 0 && strcmp(flag, "--address") != 0 && strcmp(flag, "--data") != 0 &&
@@ -188,7 +195,7 @@ static int parseOptions(int argc, char **argv, NodeOptions *o) {
       fprintf(stderr, "evidence_node: --members and --remove are two commands; give one\n");
       return 2;
     }
-    if ((seen & ~16u) != 0 || o->new_cluster || o->n_seeds > 0) {
+    if ((seen & ~(16u | 64u)) != 0 || o->n_seeds > 0) {
       fprintf(stderr,
               "evidence_node: %s runs no node and takes only --cluster HOST:PORT (a running member to "
               "ask); leave out --id, --address, --data, --join, --new-cluster and --latency-ms\n",
