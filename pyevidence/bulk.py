@@ -556,8 +556,7 @@ def _csv_rows(handle: IO[bytes], limits: Limits) -> Iterator[Row]:
             if expires_at is not None:
                 fields["expires_at"] = expires_at
             else:
-                reason = f"must be a whole number, got {fields['expires_at']!r}"
-                yield where, Problem(where, "expires_at", reason)
+                yield where, Problem(where, "expires_at", validation.not_a_whole_number(fields["expires_at"]))
                 continue
             yield where, fields
     finally:

@@ -22,6 +22,7 @@ from helpers import record
 from pyevidence import EvidenceStore, bulk
 from pyevidence.bulk import ImportRefused
 from pyevidence.core.errors import SchemaError, StoreError, ValidationError
+from pyevidence.core.strict_json import shown
 from pyevidence.interfaces.cli import main
 from pyevidence.storage.schema import SCHEMA_VERSION
 
@@ -450,13 +451,13 @@ def test_a_number_option_takes_what_a_csv_cell_takes(text: str, tmp_path: Path) 
     args = dict(zip(PUT[::2], PUT[1::2], strict=True)) | {"--body": "b", "--expires-at": text}
     done = run_cli("put", "--db", "new.db", *[x for pair in args.items() for x in pair], cwd=tmp_path)
     assert done.returncode == 2
-    assert f"argument --expires-at: must be a whole number, got {text!r}" in done.stderr
+    assert f"argument --expires-at: must be a whole number, got {shown(text)}" in done.stderr
     assert list(tmp_path.iterdir()) == []
     line = "tenant,record_id,revision,kind,source,expires_at,body\r\nt,r,v,runbook,s,{},b\r\n"
     (tmp_path / "r.csv").write_text(line.format(f'"{text}"'), encoding="utf-8", newline="")
     done = run_cli("import", "--db", "new.db", "r.csv", cwd=tmp_path)
     assert done.returncode == 2
-    assert f"expires_at: must be a whole number, got {text!r}" in done.stderr
+    assert f"expires_at: must be a whole number, got {shown(text)}" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv"]
 
 

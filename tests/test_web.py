@@ -13,12 +13,14 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("starlette", reason="the web extra is not installed: pip install -e '.[web]'")
+import markupsafe
 from helpers import tamper
 from starlette.testclient import TestClient
 
@@ -191,11 +193,37 @@ def test_the_request_never_chooses_the_tenant_or_the_revision(
     assert client.get("/?q=queue&q=other").status_code == 400  # one value per parameter
 
 
-@pytest.mark.parametrize("limit", ["0", "11", "x", "\u00b2", "-1", "1e3"])
-def test_a_bad_limit_is_a_clear_400(served: tuple[TestClient, Path, dict[str, str]], limit: str) -> None:
+@pytest.mark.parametrize(
+    "limit", ["0", "11", "-1", "x", "\u00b2", "1e3", "1_0", "+3", "", "9" * 101, "1" * 4301, "1" * 5000]
+)
+def test_a_bad_limit_is_a_clear_400_saying_what_the_cli_says(
+    served: tuple[TestClient, Path, dict[str, str]], capsys: pytest.CaptureFixture[str], limit: str
+) -> None:
+    """The page takes what the CLI's --limit takes and refuses the rest in the CLI's words; a
+    number too long for int() (over 4,300 digits) is a 400 like any other, not a 500."""
+    client, path, _ = served
+    response = client.get("/", params={"q": "queue", "limit": limit, "format": "json"})
+    assert response.status_code == 400, response.text
+    refused = response.json()
+    assert refused["field"] == "limit"
+    args = ["retrieve", "--db", str(path), "--tenant", "team-a", "--revision", "v1", "--query", "queue"]
+    with pytest.raises(SystemExit) if "must be a whole number" in refused["error"] else nullcontext():
+        assert cli.main([*args, "--now", str(NOW), "--limit", limit]) == 2
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    # argparse names the option (argument --limit: ...), the store the argument (limit: ...)
+    assert said.endswith(refused["error"]), (said, refused)
+    page = client.get("/", params={"q": "queue", "limit": limit})
+    assert page.status_code == 400 and str(markupsafe.escape(refused["error"])) in page.text
+
+
+@pytest.mark.parametrize("limit", ["3", " 3 ", "03", "10"])
+def test_a_limit_the_cli_takes_the_page_takes(
+    served: tuple[TestClient, Path, dict[str, str]], limit: str
+) -> None:
     client, _, _ = served
     response = client.get("/", params={"q": "queue", "limit": limit, "format": "json"})
-    assert response.status_code == 400 and response.json()["field"] == "limit"
+    plain = client.get("/", params={"q": "queue", "limit": str(int(limit)), "format": "json"})
+    assert response.status_code == 200 and response.text == plain.text
 
 
 def test_another_scopes_record_gets_the_same_404_as_none(

@@ -51,6 +51,20 @@ def whole_number_text(text: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def not_a_whole_number(text: str) -> str:
+    """What a CSV cell, a command-line option and a web page's parameter say of ``text`` that
+    writes no whole number: one wording everywhere, the text cut to 80 characters as shown."""
+    return f"must be a whole number, got {shown(text)}"
+
+
+def whole_number(field: str, text: str) -> int:
+    """The whole number ``text`` writes, or ValidationError(field) saying it writes none."""
+    value = whole_number_text(text)
+    if value is None:
+        raise ValidationError(field, not_a_whole_number(text))
+    return value
+
+
 def text(field: str, value: Any, *, allow_empty: bool = False, max_bytes: int | None = None) -> str:
     """A str that SQLite can store as UTF-8, of at most max_bytes bytes of it;
     non-empty after stripping unless allowed."""

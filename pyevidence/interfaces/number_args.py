@@ -13,5 +13,5 @@ def whole_number(text: str) -> int:
     """An argparse type: the number, or a usage error naming the text."""
     value = validation.whole_number_text(text)
     if value is None:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}")
+        raise argparse.ArgumentTypeError(validation.not_a_whole_number(text))
     return value

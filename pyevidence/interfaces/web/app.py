@@ -186,10 +186,10 @@ class Pages:
                 raise ValidationError("q", "is required: the words to look for")
             return self._html("search.html", query=query, result=None, asked={})
         limit = params.get("limit", "5")
-        if not (limit.isascii() and limit.isdigit()):  # "²" is a digit to str.isdigit, not to int()
-            raise ValidationError("limit", f"must be a whole number from 1 to 10; got {limit!r}")
+        # The rule and the words of the CLI's --limit: a whole number as text, then 1 to 10.
+        count = validation.limit(validation.whole_number("limit", limit))
         now = self.clock.now()
-        result = self.scoped.retrieve(revision=self.revision, query=query, now=now, limit=int(limit))
+        result = self.scoped.retrieve(revision=self.revision, query=query, now=now, limit=count)
         if wants_json:  # the shape of `pyevidence retrieve`
             scope = {"tenant": self.scoped.tenant, "revision": self.revision, "now": now}
             return self._json({"query": query, "scope": scope, **result.to_dict()})
