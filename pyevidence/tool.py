@@ -22,7 +22,7 @@ from typing import Any
 
 from .core import validation
 from .core.errors import ValidationError
-from .core.records import KINDS, VERSION_PATTERN, Version
+from .core.records import KINDS, VERSION_PATTERN, Retrieval, Version
 from .store import ScopedStore
 
 _RECORD_ID = {"type": "string", "minLength": 1, "description": "the record_id, as returned in a hit"}
@@ -142,6 +142,19 @@ NO_EVIDENCE = "No evidence found in scope. This does not mean there is no proble
 NOT_IN_SCOPE = "No such version of this record in this scope."
 
 
+def no_evidence_note(found_any: bool) -> dict[str, str]:
+    """``{"note": NO_EVIDENCE}`` when a retrieve found nothing, else ``{}``: the one place that
+    decides when every interface (the MCP tool, the CLI, the web page) says it."""
+    return {} if found_any else {"note": NO_EVIDENCE}
+
+
+def retrieve_output(*, query: str, tenant: str, revision: str, now: int, result: Retrieval) -> dict[str, Any]:
+    """What `pyevidence retrieve` prints, and the web page's search answers as JSON: the query, the
+    scope, the result and, with no hits, the note."""
+    scope = {"tenant": tenant, "revision": revision, "now": now}
+    return {"query": query, "scope": scope, **result.to_dict(), **no_evidence_note(bool(result.hits))}
+
+
 def run_retrieve_tool(scoped: ScopedStore, arguments: Any, *, revision: str, now: int) -> dict[str, Any]:
     """Run retrieve_evidence for a model's ``arguments`` (a mapping, as decoded from JSON)."""
     return run_tool("retrieve_evidence", scoped, arguments, revision=revision, now=now)
@@ -197,7 +210,7 @@ def _retrieve(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now
         }
         for hit in result
     ]
-    return {"hits": hits, "eligible_count": result.eligible_count, **({} if hits else {"note": NO_EVIDENCE})}
+    return {"hits": hits, "eligible_count": result.eligible_count, **no_evidence_note(bool(hits))}
 
 
 def _version_entry(version: Version, now: int) -> dict[str, Any]:

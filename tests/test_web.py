@@ -110,22 +110,11 @@ def test_every_page_as_json_is_what_the_cli_prints(
 ) -> None:
     client, path, cited = served
     db = ["--db", str(path)]
+    retrieve = ["retrieve", *db, "--tenant", "team-a", "--revision", "v1", "--now", str(NOW)]
     pairs = [
-        (
-            "/?q=consumer+lag+queue&format=json",
-            [
-                "retrieve",
-                *db,
-                "--tenant",
-                "team-a",
-                "--revision",
-                "v1",
-                "--query",
-                "consumer lag queue",
-                "--now",
-                str(NOW),
-            ],
-        ),
+        ("/?q=consumer+lag+queue&format=json", [*retrieve, "--query", "consumer lag queue"]),
+        # no hits: the CLI's note, "No evidence found in scope. This does not mean ...", too
+        ("/?q=zebra+unicorn&format=json", [*retrieve, "--query", "zebra unicorn"]),
         (
             f"/version?record_id=runbook-queue&version={cited['first']}&format=json",
             [
@@ -168,6 +157,9 @@ def test_every_page_as_json_is_what_the_cli_prints(
     found = client.get("/?q=consumer+lag+queue&format=json").json()
     assert found["scope"] == {"tenant": "team-a", "revision": "v1", "now": NOW}
     assert found["hits"][0]["record_id"] == "runbook-queue"
+    assert "note" not in found
+    nothing = client.get("/?q=zebra+unicorn&format=json").json()
+    assert nothing["hits"] == [] and nothing["note"] == NO_EVIDENCE
 
 
 def test_the_request_never_chooses_the_tenant_or_the_revision(

@@ -409,10 +409,10 @@ def _run(args: argparse.Namespace) -> Any:
                 limit=args.limit,
                 method=args.method,
             )
-        scope = {"tenant": args.tenant, "revision": args.revision, "now": args.now}
         # No hits: the note the MCP tool and the web page give, as the JSON's "note"
-        note = {} if result.hits else {"note": tool.NO_EVIDENCE}
-        return {"query": args.query, "scope": scope, **result.to_dict(), **note}
+        return tool.retrieve_output(
+            query=args.query, tenant=args.tenant, revision=args.revision, now=args.now, result=result
+        )
     if args.command == "forget":
         with _open(db_args.existing(args.db), args.engine) as store:
             deleted = store.forget(tenant=args.tenant, record_id=args.record_id)

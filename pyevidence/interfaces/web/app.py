@@ -190,9 +190,12 @@ class Pages:
         count = validation.limit(validation.whole_number("limit", limit))
         now = self.clock.now()
         result = self.scoped.retrieve(revision=self.revision, query=query, now=now, limit=count)
-        if wants_json:  # the shape of `pyevidence retrieve`
-            scope = {"tenant": self.scoped.tenant, "revision": self.revision, "now": now}
-            return self._json({"query": query, "scope": scope, **result.to_dict()})
+        if wants_json:  # what `pyevidence retrieve` prints, the note for no hits included
+            return self._json(
+                tool.retrieve_output(
+                    query=query, tenant=self.scoped.tenant, revision=self.revision, now=now, result=result
+                )
+            )
         hits = [
             {
                 "hit": hit,
