@@ -24,7 +24,7 @@ import markupsafe
 from helpers import tamper
 from starlette.testclient import TestClient
 
-from pyevidence import EvidenceStore
+from pyevidence import EvidenceStore, tool
 from pyevidence.core import jsonout
 from pyevidence.interfaces import cli
 from pyevidence.interfaces.clock import Clock
@@ -126,19 +126,6 @@ def test_every_page_as_json_is_what_the_cli_prints(
                 "runbook-queue",
                 "--version",
                 cited["first"],
-            ],
-        ),
-        (
-            f"/version?record_id=incident-7&version={cited['incident']}&format=json",
-            [
-                "get-version",
-                *db,
-                "--tenant",
-                "team-a",
-                "--record-id",
-                "incident-7",
-                "--version",
-                cited["incident"],
             ],
         ),
         (
@@ -273,14 +260,74 @@ def test_every_page_renders(served: tuple[TestClient, Path, dict[str, str]]) -> 
     assert "someone who can write the database file" in verify.text
 
 
-def test_a_forgotten_citation_says_forgotten(served: tuple[TestClient, Path, dict[str, str]]) -> None:
-    client, _, cited = served
-    page = client.get(f"/version?record_id=incident-7&version={cited['incident']}")
-    assert page.status_code == 200
-    assert "Forgotten: this record was forgotten after it was cited" in page.text
-    assert "deploy 42" not in page.text
-    record = client.get("/record?record_id=incident-7")
-    assert record.status_code == 200 and "the record was forgotten" in record.text
+def answers(client: TestClient, urls: list[str]) -> dict[str, tuple[int, str]]:
+    return {url: (response.status_code, response.text) for url in urls for response in [client.get(url)]}
+
+
+def scope_urls(record_id: str, first: str, second: str) -> list[str]:
+    """Every page that names a record, as HTML and as JSON."""
+    urls = [
+        f"/record?record_id={record_id}",
+        f"/version?record_id={record_id}&version={first}",
+        f"/diff?record_id={record_id}&from={first}&to={second}",
+    ]
+    return urls + [url + "&format=json" for url in urls]
+
+
+def test_a_record_of_another_revision_is_not_found_before_or_after_a_forget(
+    served: tuple[TestClient, Path, dict[str, str]], engine: str
+) -> None:
+    """A forget erases the revision of every version of the record: the page must not then take
+    a revision it cannot read for its own, and show another revision's hashes and chain."""
+    client, path, _ = served
+    with EvidenceStore(path, engine=engine) as store:
+        for body in ("the other revision's secret", "the other revision's secret, again"):
+            store.put(tenant="team-a", record_id="secret", revision="other", kind="runbook", body=body,
+                      source="runbook://secret", expires_at=1000)  # fmt: skip
+        first, second = (v.version for v in store.history(tenant="team-a", record_id="secret"))
+    urls = scope_urls("secret", first, second)
+    before = answers(client, urls)
+    # the same 404, byte for byte, as for a record id that was never put anywhere
+    nowhere = answers(client, scope_urls("never-put", first, second))
+    assert [(status, text.replace("never-put", "secret")) for status, text in nowhere.values()] == list(
+        before.values()
+    )
+    assert {status for status, _ in before.values()} == {404}
+    with EvidenceStore(path, engine=engine) as store:
+        assert store.forget(tenant="team-a", record_id="secret")
+    assert answers(client, urls) == before
+    assert all(first.split("-")[1] not in text for _, text in before.values())
+
+
+def test_a_forgotten_record_of_the_served_revision_is_not_found_as_the_mcp_tools_say(
+    served: tuple[TestClient, Path, dict[str, str]], engine: str
+) -> None:
+    """incident-7 was the served revision's, but its forget erased that: the page cannot tell it
+    from another revision's forgotten record, so it answers what the MCP tools answer, nothing."""
+    client, path, cited = served
+    urls = scope_urls("incident-7", cited["incident"], cited["incident"])
+    nowhere = answers(client, scope_urls("never-put", cited["incident"], cited["incident"]))
+    expected = [(status, text.replace("never-put", "incident-7")) for status, text in nowhere.values()]
+    assert list(answers(client, urls).values()) == expected
+    assert {status for status, _ in expected} == {404}
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        scoped = store.scoped(tenant="team-a")
+        asked = {"record_id": "incident-7", "version": cited["incident"]}
+        cited_version = tool.run_tool("get_cited_version", scoped, asked, revision="v1", now=NOW)
+        history = tool.run_tool("record_history", scoped, {"record_id": "incident-7"}, revision="v1", now=NOW)
+    assert cited_version["status"] == "unknown" and history["versions"] == []
+    assert client.get(urls[1] + "&format=json").json() == {"status": "unknown", "version": None}
+    assert "A forgotten record is not shown either" in client.get(urls[1]).text
+    # put again after its forget: the page shows the new version alone, as record_history does
+    with EvidenceStore(path, engine=engine) as store:
+        store.put(tenant="team-a", record_id="incident-7", revision="v1", kind="incident", body="new",
+                  source="incident://7", expires_at=1000)  # fmt: skip
+        scoped = store.scoped(tenant="team-a")
+        history = tool.run_tool("record_history", scoped, {"record_id": "incident-7"}, revision="v1", now=NOW)
+    shown = client.get("/record?record_id=incident-7&format=json").json()
+    assert [v["seq"] for v in shown["versions"]] == [3] and shown["versions"] == history["versions"]
+    page = client.get("/record?record_id=incident-7").text
+    assert "forget" not in page and cited["incident"] not in page
 
 
 def test_hostile_text_stays_text(served: tuple[TestClient, Path, dict[str, str]]) -> None:
@@ -526,16 +573,6 @@ def test_every_page_that_shows_a_version_says_whether_it_expired(
         )
         marks = client.get(diff_url).text.count('<span class="expired">(expired)</span>')
         assert marks == expired["old-500"] + expired["old-1000"]
-
-
-def test_a_forgotten_version_is_not_called_expired(served: tuple[TestClient, Path, dict[str, str]]) -> None:
-    client, _, cited = served
-    found = client.get(f"/version?record_id=incident-7&version={cited['incident']}&format=json").json()
-    assert found["status"] == "forgotten" and found["version"]["expired"] is False
-    assert (
-        "<dt>expired</dt>"
-        not in client.get(f"/version?record_id=incident-7&version={cited['incident']}").text
-    )
 
 
 # Every parameter of every page that can be wrong, and the field the 400 names. {first} is a version

@@ -4,7 +4,9 @@ The scope (a ScopedStore for the tenant, the revision, the clock) is fixed when 
 is made, from the operator's command line. No request can name another: a query
 parameter a page does not take is refused (400), and headers and cookies are never
 read. A record or version outside the scope gets the same 404 as one that exists
-nowhere. Every page is also JSON with ``?format=json``, in the shapes the CLI prints.
+nowhere, and so does a forgotten one: forget erased its revision, so no page can tell
+whether it was in the scope (the MCP tools leave it out alike). Every page is also JSON
+with ``?format=json``, in the shapes the CLI prints.
 """
 
 from __future__ import annotations
@@ -47,7 +49,10 @@ SECURITY_HEADERS = {
 }
 # The names a browser sends for a loopback address (Host: [::1]:8000 for IPv6).
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-NOT_FOUND = "No such record or version in this scope."
+NOT_FOUND = (
+    "No such record or version in this scope. A forgotten record is not shown either: forget "
+    "erases which revision it was in, with its text."
+)
 PROVES = (
     "Every stored version still hashes to its content hash, each link of this tenant's chain "
     "follows from the one before, and every current record equals its latest version: nothing "
@@ -163,9 +168,10 @@ class Pages:
         return Response(jsonout.dumps(value), status_code=status, media_type="application/json")
 
     def _in_scope(self, version: Version) -> bool:
-        """A version this page may show: stored at the served revision, or forgotten (a forget
-        erases the revision with the text, so only the hashes of it are left to show)."""
-        return version.revision == self.revision or version.revision is None
+        """A version this page may show: one known to be the served revision's. A forgotten
+        version (and a forget's tombstone) has no revision left, so it is never known to be:
+        showing it would show another revision's record ids and hashes. The MCP tools' rule."""
+        return version.revision is not None and version.revision == self.revision
 
     def _history(self, record_id: str) -> tuple[Version, ...]:
         return tuple(v for v in self.scoped.history(record_id=record_id) if self._in_scope(v))
@@ -253,11 +259,11 @@ class Pages:
         if wants_json:
             return self._json(as_json)
         # The record's current version, only where retrieve here would find it: of this scope (a
-        # later put at another revision supersedes every version shown here) and not expired.
+        # later put at another revision supersedes every version shown here, a forget all of
+        # them) and not expired.
         last = everything[-1]
-        live = last.operation == "put" and not last.forgotten and self._in_scope(last)
+        live = self._in_scope(last)
         current = last if live and not _expired(last, now) else None
-        texts = [v for v in shown if not v.forgotten]
         return self._html(
             "record.html",
             now=now,
@@ -272,9 +278,8 @@ class Pages:
                 }
                 for v in shown
             ],
-            texts=texts,
-            default_from=texts[-2].version if len(texts) > 1 else "",
-            default_to=texts[-1].version if texts else "",
+            default_from=shown[-2].version if len(shown) > 1 else "",
+            default_to=shown[-1].version,
         )
 
     def diff(self, request: Request) -> Response:
@@ -284,17 +289,15 @@ class Pages:
         wanted = self._version_param(params, "from"), self._version_param(params, "to")
         by_version = {v.version: v for v in self._history(record_id)}
         old, new = by_version.get(wanted[0]), by_version.get(wanted[1])
-        if old is None or new is None or old.operation != "put" or new.operation != "put":
+        if old is None or new is None:
             nothing = {"record_id": record_id, "from": None, "to": None, "diff": None}
             return self._not_found(wants_json, nothing)
-        lines = None
-        if not (old.forgotten or new.forgotten):
-            lines = [
-                line.rstrip("\n")
-                for line in difflib.unified_diff(
-                    _diffable(old), _diffable(new), fromfile=old.version, tofile=new.version, lineterm=""
-                )
-            ]
+        lines = [
+            line.rstrip("\n")
+            for line in difflib.unified_diff(
+                _diffable(old), _diffable(new), fromfile=old.version, tofile=new.version, lineterm=""
+            )
+        ]
         now = self.clock.now()
         if wants_json:
             ends = {"from": _with_expired(old, now), "to": _with_expired(new, now)}
@@ -326,7 +329,7 @@ class Pages:
 
 def _expired(version: Version, now: int) -> bool:
     """Whether ``version`` had stopped being evidence at ``now`` (the rule retrieve applies, and
-    the MCP tools' ``expired``); a forgotten version, whose expiry was erased, never has."""
+    the MCP tools' ``expired``)."""
     return version.expires_at is not None and version.expires_at <= now
 
 
