@@ -330,6 +330,30 @@ def test_a_forgotten_record_of_the_served_revision_is_not_found_as_the_mcp_tools
     assert "forget" not in page and cited["incident"] not in page
 
 
+class Ticking(Clock):
+    """A clock a second later at each reading, as the wall clock may be between two readings."""
+
+    def __init__(self, start: int) -> None:
+        super().__init__("logical", start)
+        self.readings = iter(range(start, start + 1000))
+
+    def now(self) -> int:
+        return next(self.readings)
+
+
+def test_the_search_page_shows_the_now_its_search_used(tmp_path: Path, engine: str) -> None:
+    """The header's now is the one the hits were judged by, not the clock read again to render."""
+    path = tmp_path / "evidence.db"
+    fill(path, engine)
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        app = create_app(store.scoped(tenant="team-a"), revision="v1", clock=Ticking(999))
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            used = client.get("/?q=queue&format=json").json()["scope"]["now"]  # reads 999
+            assert used == 999
+            page = client.get("/?q=queue").text  # the search reads 1000: every record has expired
+            assert "now <code>1000</code>" in page and "No evidence found in scope" in page
+
+
 def test_hostile_text_stays_text(served: tuple[TestClient, Path, dict[str, str]]) -> None:
     client, _, _ = served
     for url in ("/?q=queue", "/record?record_id=hostile"):

@@ -215,6 +215,7 @@ class Pages:
         asked = {"limit": limit} if "limit" in params else {}
         return self._html(
             "search.html",
+            now=now,  # the now the search judged expiry at, not a second reading of the clock
             query=query,
             result=result,
             hits=hits,
