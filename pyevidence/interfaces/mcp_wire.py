@@ -2,11 +2,13 @@
 
 The MCP SDK's own stdin reader parses each line with pydantic's JSON parser, which refuses a
 lone surrogate escape such as ``"\\ud83d"``: what JSON.stringify writes for half of a cut
-emoji, which JSON allows and pyevidence accepts in a query. The SDK then drops the line
-without a reply, and the client waits for ever. pyevidence reads stdin itself instead:
+emoji, which JSON allows. The SDK then drops the line without a reply, and the client waits
+for ever. pyevidence refuses such text too (the API, the CLI and the tools alike say ``query:
+is not valid Unicode text (lone surrogate at index N)``), but in a reply the client gets. So
+it reads stdin itself:
 
 - a line that is a JSON-RPC message goes to the server, lone surrogates included, so the
-  tools apply the same rules to it as the Python API does;
+  tools apply the same rules to it as the Python API does, and refuse it in their reply;
 - a line that is not gets a JSON-RPC error naming what was wrong, with the request's id
   when the line shows one, so the client's call ends;
 - a notification that is not valid gets no reply (JSON-RPC forbids one): it is logged.
