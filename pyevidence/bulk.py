@@ -473,8 +473,8 @@ def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
         try:
             value = strict_json.loads(line)
         except strict_json.JsonRefused as exc:
-            bad = exc.decode_error  # each line is parsed alone: its column says where
-            reason = f"is not valid JSON ({bad.msg}, column {bad.colno})" if bad else str(exc)
+            bad = exc.syntax  # each line is parsed alone: its column says where
+            reason = f"is not valid JSON ({bad.reason}, column {bad.column})" if bad else str(exc)
             yield where, Problem(where, None, reason)
             continue
         if not isinstance(value, dict):

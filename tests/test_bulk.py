@@ -135,7 +135,7 @@ def test_every_bad_record_is_named_by_line_and_field_and_nothing_is_written(
     assert str(refused.value).splitlines()[:4] == [
         "input: 7 bad records, nothing was written:",
         "  line 2: kind: must be one of working, incident, runbook; got 'rumour'",
-        "  line 3: is not valid JSON (Expecting property name enclosed in double quotes, column 2)",
+        "  line 3: is not valid JSON (expected a key in double quotes, column 2)",
         "  line 5: must be a JSON object, got list",
     ]
     assert "line 6: tenant: is 'team-b', but the import is for 'team-a'" in str(refused.value)

@@ -349,8 +349,8 @@ MALFORMED: dict[str, tuple[bytes | Callable[[Any], bytes], str]] = {
     "a top-level string": (b'"scores"', 'the reply is a string, not {"scores": [...]}'),
     "a top-level number": (b"1", 'the reply is a number, not {"scores": [...]}'),
     "a top-level null": (b"null", 'the reply is null, not {"scores": [...]}'),
-    "an empty body": (b"", "not valid JSON: Expecting value"),
-    "trailing data": (lambda r: scores_for(r) + b" {}", "not valid JSON: Extra data"),
+    "an empty body": (b"", "not valid JSON: expected a value"),
+    "trailing data": (lambda r: scores_for(r) + b" {}", "not valid JSON: more text follows the JSON value"),
     "scores given twice": (
         lambda r: b'{"scores": [], ' + scores_for(r)[1:],
         "the reply repeats the key 'scores' in one object",

@@ -10,7 +10,10 @@ the reader work hard. Refused here, each with a reason that names it:
   and int() of a huge literal is slow (Python stops at 4,300 digits, not sooner);
 - nesting deeper than ``max_depth``: a fixed bound, so the answer does not depend on the
   caller's stack;
-- anything json.loads refuses.
+- anything json.loads refuses: said in words of pyevidence's own, at a position it
+  works out itself, since Python's json words the same error differently from one version
+  to the next and even points at another character (3.13 names a trailing comma where 3.11
+  names the bracket after it), and pyevidence's output is the same bytes on every Python.
 
 A reason quotes the text's pieces through shown(), so a hostile text cannot make a
 reason of megabytes.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 # The longest number literal accepted: a float needs about 25 characters.
@@ -29,14 +33,28 @@ MAX_DEPTH = 64
 _LONG_NUMBER = re.compile(f"[-+.0-9eE]{{{MAX_NUMBER_CHARS + 1}}}")
 
 
+@dataclass(frozen=True)
+class Syntax:
+    """Where a text stops being JSON and why: ``reason`` in pyevidence's own words, at the
+    character ``pos`` (from 0), on ``line`` and ``column`` (from 1), the same on every Python."""
+
+    reason: str
+    pos: int
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.reason} at line {self.line}, column {self.column}"
+
+
 class JsonRefused(ValueError):
     """Why a JSON text was refused, phrased to follow its subject: "the reply " + str(exc).
-    ``decode_error`` is json's own error when the text is not JSON at all, for a caller
-    that shows where (a line's column)."""
+    ``syntax`` says where the text is not JSON at all, for a caller that shows the position
+    its own way (a line's column); None for a refusal of valid JSON (a repeated key, NaN)."""
 
-    def __init__(self, problem: str, decode_error: json.JSONDecodeError | None = None) -> None:
+    def __init__(self, problem: str, syntax: Syntax | None = None) -> None:
         super().__init__(problem)
-        self.decode_error = decode_error
+        self.syntax = syntax
 
 
 def shown(value: object, form: Any = repr, limit: int = 80) -> str:
@@ -74,13 +92,49 @@ def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
     except RecursionError:
         raise JsonRefused(too_deep) from None
     except json.JSONDecodeError as exc:
-        raise JsonRefused(f"is not valid JSON: {exc}", exc) from None
+        syntax = _syntax(text, exc)
+        raise JsonRefused(f"is not valid JSON: {syntax}", syntax) from None
     except ValueError as exc:  # NaN and Infinity
         raise JsonRefused(f"is not valid JSON: {exc}") from None
     # Nesting needs at least as many brackets as levels: most texts are not walked.
     if text.count("[") + text.count("{") > max_depth and _nests_deeper(document, max_depth):
         raise JsonRefused(too_deep)
     return document
+
+
+# The start of each of json's messages (3.11 to 3.13, its C and its Python parser), in
+# pyevidence's words: json's own change between versions.
+_REASONS = {
+    "Expecting value": "expected a value",
+    "Expecting property name enclosed in double quotes": "expected a key in double quotes",
+    "Expecting ':' delimiter": "expected ':' after a key",
+    "Expecting ',' delimiter": "expected ',' or the end of the array or object",
+    "Unterminated string starting at": "a string starting here is not closed",
+    "Invalid control character": "a string holds a control character; escape it",
+    "Invalid \\escape": "a string holds an escape that JSON does not have",
+    "Invalid \\uXXXX escape": "a string holds a \\u escape without four hex digits",
+    "Extra data": "more text follows the JSON value",
+}
+_TRAILING_COMMA = "a trailing comma before '{}'"
+_CLOSING = {"Expecting value": "]", "Expecting property name enclosed in double quotes": "}"}
+_JSON_SPACE = " \t\n\r"
+
+
+def _syntax(text: str, error: json.JSONDecodeError) -> Syntax:
+    """json's error, in words and at a position that do not depend on Python's version."""
+    pos = error.pos
+    message = error.msg
+    if message.startswith("Illegal trailing comma before end of "):  # 3.13: at the comma
+        closing = "}" if message.endswith("object") else "]"
+        reason = _TRAILING_COMMA.format(closing)
+    elif text[pos : pos + 1] == _CLOSING.get(message) and text[:pos].rstrip(_JSON_SPACE).endswith(","):
+        reason = _TRAILING_COMMA.format(text[pos])  # before 3.13: at the bracket after the comma
+        pos = len(text[:pos].rstrip(_JSON_SPACE)) - 1
+    else:
+        found = (reason for start, reason in _REASONS.items() if message.startswith(start))
+        reason = next(found, "the text stops being JSON here")
+    line = text.count("\n", 0, pos) + 1
+    return Syntax(reason, pos, line, pos - text.rfind("\n", 0, pos))
 
 
 def _refuse_constant(name: str) -> None:
