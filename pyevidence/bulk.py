@@ -15,7 +15,9 @@ records, for files too big for one; then a failure while writing (disk full, a
 lock held too long) leaves the batches before it written, and the error says how
 many records that was. import_file and import_dir are check_file / check_dir (no
 store needed) followed by write; the CLI calls the two in turn, so a refused import
-never creates a database.
+never creates a database. A file is read in pieces, and a line or CSV record longer than
+max_record_bytes(limits) (the longest record the limits accept) is a bad record, found
+before anything is written: memory stays bounded whatever the file holds.
 
 An export line is a record in put()'s fields with sorted keys. The plain export
 has each current record, by record_id; with ``history`` every stored version, in
@@ -42,7 +44,7 @@ from typing import IO, Any
 from .core import strict_json, validation
 from .core.errors import StoreError, ValidationError
 from .core.limits import DEFAULT_LIMITS, Limits
-from .core.records import Record, Version
+from .core.records import KINDS, Record, Version
 from .storage import versions
 from .storage.engines.cluster_engine import NUL_REFUSED, fields_with_nul
 from .store import EvidenceStore
@@ -51,6 +53,24 @@ FORMATS = ("jsonl", "csv")
 COLUMNS = validation.RECORD_FIELDS  # tenant, record_id, revision, kind, body, source, expires_at
 DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt", ".text")
 SHOWN_PROBLEMS = 20  # the error message lists this many bad records; ImportRefused.problems has all
+
+# The most bytes JSON spells one byte of text with: \u0000 (json.dumps writes a control character
+# so, and a writer may write any character so; a character of 2 to 4 bytes takes one or two).
+# CSV needs at most 2 (a quote, doubled).
+_MOST_BYTES_A_BYTE = len(json.dumps("\x00")) - len('""')
+
+
+def max_record_bytes(limits: Limits = DEFAULT_LIMITS) -> int:
+    """The most bytes one record may take in a JSONL or CSV file under ``limits``, its line
+    ending included: a body and the four identifying fields each at its limit, the longest
+    kind, the keys and punctuation, and a number as long as strict_json reads, every byte of
+    it spelled with the longest JSON escape. A record longer than this is more than any the
+    limits accept: reading stops there, so an import's memory stays bounded (a line of
+    gigabytes, or /dev/zero, is refused after this many bytes)."""
+    texts = limits.max_body_bytes + 4 * limits.max_field_bytes + max(map(len, KINDS))
+    frame = len(json.dumps(dict.fromkeys(COLUMNS, ""), indent=1)) + strict_json.MAX_NUMBER_CHARS
+    return _MOST_BYTES_A_BYTE * (texts + frame)
+
 
 # progress(phase, records done, fraction of the work done or None when unknown). The phases:
 CHECKING, WRITING, WRITING_AT_ONCE = "checking", "writing", "writing in one transaction"
@@ -225,7 +245,8 @@ def check_file(
         tenant = validation.tenant(tenant, limits)
     with _opened(source) as handle:
         size = _size_of(handle)
-        rows = _jsonl_rows(handle) if chosen == "jsonl" else _csv_rows(handle, limits)
+        lines = _Lines(handle, max_record_bytes(limits))
+        rows = _jsonl_rows(lines) if chosen == "jsonl" else _csv_rows(lines)
         records, wheres, problems = _checked(limits, rows, tenant, handle, size, progress)
     if problems:
         raise ImportRefused(name, problems)
@@ -445,24 +466,94 @@ Row = tuple[str, dict[str, Any] | Problem]
 _BOM = b"\xef\xbb\xbf"
 
 
-def _lines(handle: IO[bytes]) -> Iterator[bytes]:
+class _TooLong(Exception):
+    """A record, from line ``start`` on, is longer than ``longest`` bytes (max_record_bytes)."""
+
+    def __init__(self, start: int, longest: int) -> None:
+        super().__init__(start, longest)
+        self.start, self.longest = start, longest
+
+    def problem(self) -> Row:
+        where = f"line {self.start}"
+        reason = (
+            f"is a record of more than {self.longest:,} bytes, longer than any this store's limits "
+            "accept (see Limits); the file was read no further"
+        )
+        return where, Problem(where, None, reason)
+
+
+class _Lines:
     """The file's lines, each with its line ending: a line ends at \\n, \\r\\n or \\r (the
-    ending of Windows and of old Mac files). The first comes without a byte order mark."""
-    first = True
-    for raw in handle:  # each piece ends at a newline byte
-        if first and raw.startswith(_BOM):
-            raw = raw[len(_BOM) :]
-        first = False
-        if b"\r" in raw:
-            yield from raw.splitlines(keepends=True)
-        else:
-            yield raw
+    ending of Windows and of old Mac files). The first comes without a byte order mark.
+
+    A record is a line, or the lines since mark() (a CSV record spans lines). The file is
+    read in pieces of at most ``longest`` + 1 bytes, and a record longer than ``longest``
+    raises _TooLong once that much of it is read: however long a line, at most two pieces
+    of it are held. ``number`` is the number of the last line given."""
+
+    def __init__(self, handle: IO[bytes], longest: int) -> None:
+        self._handle = handle
+        self.longest = longest
+        self.number = 0
+        self._start = 1  # the line the record starts on
+        self._taken = 0  # the bytes of its lines given so far
+
+    def mark(self) -> None:
+        """The next line starts a record."""
+        self._start, self._taken = self.number + 1, 0
+
+    def _check(self, more: int) -> None:
+        if self._taken + more > self.longest:
+            raise _TooLong(self._start, self.longest)
+
+    def _line(self, line: bytes) -> bytes:
+        self._check(len(line))
+        self._taken += len(line)
+        self.number += 1
+        return line
+
+    def __iter__(self) -> Iterator[bytes]:
+        partial = b""  # a line's start, read without its end: a piece ended before it did
+        first = True
+        while True:
+            piece = self._handle.readline(self.longest + 1)  # a piece ends at \n, or at the size
+            ended = not piece
+            if first:
+                piece, first = piece.removeprefix(_BOM), False
+            if partial.endswith(b"\r"):  # an old Mac line end, or a Windows one cut in two
+                crlf = piece.startswith(b"\n")
+                yield self._line(partial + b"\n" if crlf else partial)
+                partial, piece = b"", piece[1:] if crlf else piece
+            if ended:
+                if partial:
+                    yield self._line(partial)
+                return
+            if not piece:
+                continue
+            *whole, last = piece.splitlines(keepends=True) if b"\r" in piece else [piece]
+            for line in whole:
+                yield self._line(partial + line)
+                partial = b""
+            if last.endswith(b"\n"):
+                yield self._line(partial + last)
+                partial = b""
+            else:  # cut at the size, ended by \r (a \n may follow), or the file's end
+                partial += last
+                self._check(len(partial))
 
 
-def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
+def _jsonl_rows(lines: _Lines) -> Iterator[Row]:
     # JSON escapes a line break inside a string, so no record spans two lines of any ending
-    for number, raw in enumerate(_lines(handle), start=1):
-        where = f"line {number}"
+    try:
+        yield from _jsonl_lines(lines)
+    except _TooLong as exc:
+        yield exc.problem()
+
+
+def _jsonl_lines(lines: _Lines) -> Iterator[Row]:
+    for raw in lines:
+        lines.mark()
+        where = f"line {lines.number}"
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -483,17 +574,17 @@ def _jsonl_rows(handle: IO[bytes]) -> Iterator[Row]:
         yield where, value
 
 
-def _text_lines(handle: IO[bytes], bad: list[tuple[int, int]]) -> Iterator[str]:
+def _text_lines(lines: _Lines, bad: list[tuple[int, int]]) -> Iterator[str]:
     """The file's lines, decoded one at a time, as csv reads them (a line ends at \\n, \\r\\n
     or \\r), the first without a byte order mark. A line that is not UTF-8 is noted in
     ``bad`` as (its number, the offset of its first bad byte) and read with each bad byte
     replaced (U+FFFD), so that its quotes and commas still count: a line inside a quoted cell
     still ends that cell, reading goes on, and every later line keeps its number."""
-    for number, piece in enumerate(_lines(handle), start=1):
+    for piece in lines:
         try:
             yield piece.decode("utf-8")
         except UnicodeDecodeError as exc:
-            bad.append((number, exc.start))
+            bad.append((lines.number, exc.start))
             yield piece.decode("utf-8", errors="replace")
 
 
@@ -505,62 +596,79 @@ def _not_utf8(bad: list[tuple[int, int]]) -> Iterator[Row]:
     bad.clear()
 
 
-def _csv_rows(handle: IO[bytes], limits: Limits) -> Iterator[Row]:
+def _csv_rows(lines: _Lines) -> Iterator[Row]:
     bad: list[tuple[int, int]] = []
-    # A field may be as long as a body put() accepts (limits count bytes, csv counts characters);
-    # the csv limit is process-wide, so the previous one is restored when reading ends.
-    previous_limit = csv.field_size_limit(max(limits.max_body_bytes, csv.field_size_limit()))
+    reader = csv.reader(_text_lines(lines, bad), strict=True)
     try:
-        reader = csv.reader(_text_lines(handle, bad), strict=True)
-        try:
-            header = next(reader, None)
-        except csv.Error as exc:
-            yield "line 1", Problem("line 1", None, f"cannot be read as CSV: {exc}")
-            return
-        if bad:
-            yield from _not_utf8(bad)  # without its header the file cannot be read
-            return
-        if header is None:
-            return
-        unknown = [name for name in header if name not in COLUMNS]
-        missing = [name for name in COLUMNS if name not in header and name != "tenant"]
-        if unknown or missing or len(set(header)) != len(header):
-            reason = "the header must name the columns " + ", ".join(COLUMNS) + " (tenant optional) once each"
-            yield "line 1", Problem("line 1", None, f"{reason}; got {', '.join(header)}")
-            return
-        previous_end = reader.line_num
-        while True:
-            where = f"line {previous_end + 1}"
-            try:
-                cells = next(reader, None)
-            except csv.Error as exc:
-                yield from _not_utf8(bad)
-                yield where, Problem(where, None, f"cannot be read as CSV: {exc}")
-                return
-            if bad:  # a record with a line that is not UTF-8 is that line's problem, not its own
-                yield from _not_utf8(bad)
-                previous_end = reader.line_num
-                continue
-            if cells is None:
-                return
-            previous_end = reader.line_num
-            if not cells:
-                continue
-            if len(cells) != len(header):
-                yield where, Problem(where, None, f"has {len(cells)} cells; the header has {len(header)}")
-                continue
-            fields: dict[str, Any] = dict(zip(header, cells, strict=True))
-            if fields.get("tenant") == "":
-                del fields["tenant"]  # an empty tenant cell: the --tenant given, if any
-            expires_at = validation.whole_number_text(fields["expires_at"])
-            if expires_at is not None:
-                fields["expires_at"] = expires_at
-            else:
-                yield where, Problem(where, "expires_at", validation.not_a_whole_number(fields["expires_at"]))
-                continue
-            yield where, fields
+        yield from _csv_records(lines, reader, bad)
+    except _TooLong as exc:
+        yield from _not_utf8(bad)
+        yield exc.problem()
+
+
+def _next_row(reader: Iterator[list[str]], lines: _Lines) -> list[str] | None:
+    """The next row, or None at the file's end; the next line starts the record after it.
+
+    csv refuses a field longer than its field_size_limit, which is process-wide: it is set
+    only while csv reads, and set back before anything else runs. It is max_record_bytes: no
+    field of a record the limits accept is longer (limits count bytes, csv characters), and
+    _Lines refuses a record that long, in its own words, before csv would."""
+    previous = csv.field_size_limit(min(lines.longest, sys.maxsize))
+    try:
+        return next(reader, None)
     finally:
-        csv.field_size_limit(previous_limit)
+        csv.field_size_limit(previous)
+        lines.mark()
+
+
+def _csv_records(lines: _Lines, reader: Iterator[list[str]], bad: list[tuple[int, int]]) -> Iterator[Row]:
+    try:
+        header = _next_row(reader, lines)
+    except csv.Error as exc:
+        yield "line 1", Problem("line 1", None, f"cannot be read as CSV: {exc}")
+        return
+    if bad:
+        yield from _not_utf8(bad)  # without its header the file cannot be read
+        return
+    if header is None:
+        return
+    unknown = [name for name in header if name not in COLUMNS]
+    missing = [name for name in COLUMNS if name not in header and name != "tenant"]
+    if unknown or missing or len(set(header)) != len(header):
+        reason = "the header must name the columns " + ", ".join(COLUMNS) + " (tenant optional) once each"
+        yield "line 1", Problem("line 1", None, f"{reason}; got {', '.join(header)}")
+        return
+    previous_end = lines.number
+    while True:
+        where = f"line {previous_end + 1}"
+        try:
+            cells = _next_row(reader, lines)
+        except csv.Error as exc:
+            yield from _not_utf8(bad)
+            yield where, Problem(where, None, f"cannot be read as CSV: {exc}")
+            return
+        if bad:  # a record with a line that is not UTF-8 is that line's problem, not its own
+            yield from _not_utf8(bad)
+            previous_end = lines.number
+            continue
+        if cells is None:
+            return
+        previous_end = lines.number
+        if not cells:
+            continue
+        if len(cells) != len(header):
+            yield where, Problem(where, None, f"has {len(cells)} cells; the header has {len(header)}")
+            continue
+        fields: dict[str, Any] = dict(zip(header, cells, strict=True))
+        if fields.get("tenant") == "":
+            del fields["tenant"]  # an empty tenant cell: the --tenant given, if any
+        expires_at = validation.whole_number_text(fields["expires_at"])
+        if expires_at is not None:
+            fields["expires_at"] = expires_at
+        else:
+            yield where, Problem(where, "expires_at", validation.not_a_whole_number(fields["expires_at"]))
+            continue
+        yield where, fields
 
 
 def _checked(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from pyevidence import bulk
+from pyevidence import EvidenceStore, bulk
+from pyevidence.core.limits import Limits
 
 CLI = [sys.executable, "-m", "pyevidence"]
 GOOD = '"tenant":"a","record_id":"r","revision":"v1","kind":"runbook","body":"b","source":"s"'
@@ -316,3 +318,102 @@ def test_an_import_for_a_cluster_names_every_nul_before_any_batch_is_written(ope
         ]
     assert store.history(tenant="a", record_id="r0") == ()
     assert bulk.write(store, checked, batch_size=3).written == 10  # a file store keeps it
+
+
+# A record is read in pieces, and refused once it is longer than bulk.max_record_bytes(limits):
+# the longest record the limits accept, every byte spelled as a \u0000 escape. Small limits
+# make that cap small, so that a line "a few times the cap" is a few kilobytes.
+SMALL = Limits(max_body_bytes=300, max_field_bytes=20)
+CAP = bulk.max_record_bytes(SMALL)
+HEADER = b"tenant,record_id,revision,kind,body,source,expires_at\n"
+GOOD_LINE = ("{" + GOOD + ',"expires_at":9}\n').encode()
+TOO_LONG = (
+    f"is a record of more than {CAP:,} bytes, longer than any this store's limits accept (see Limits); "
+)
+
+
+class Pieces(io.BytesIO):
+    """A file that notes the longest piece read from it."""
+
+    longest = 0
+
+    def readline(self, size: int | None = -1) -> bytes:
+        piece = super().readline(size)
+        self.longest = max(self.longest, len(piece))
+        return piece
+
+    def read(self, size: int | None = -1) -> bytes:
+        piece = super().read(size)
+        self.longest = max(self.longest, len(piece))
+        return piece
+
+
+OVER_LONG = {
+    "a JSONL line": ("jsonl", GOOD_LINE + b"a" * (5 * CAP) + b"\n" + GOOD_LINE, 2),
+    "a JSONL line without an end": ("jsonl", GOOD_LINE + b"\0" * (5 * CAP), 2),
+    "a JSONL line of blanks": ("jsonl", GOOD_LINE + GOOD_LINE + b" " * (5 * CAP) + b"\r\n", 3),
+    "old Mac lines, one too long": ("jsonl", GOOD_LINE.replace(b"\n", b"\r") + b"a" * (5 * CAP) + b"\r", 2),
+    "a CSV field": ("csv", HEADER + b"a,r,v1,runbook," + b"x" * (5 * CAP) + b",s,9\n", 2),
+    "a CSV record of many short lines": ("csv", HEADER + b'a,r,v1,runbook,"' + b"x\n" * (5 * CAP), 2),
+    "a CSV record of many cells": ("csv", HEADER + b"a,r,v1,runbook,b,s,9\n" + b'"x\n",' * CAP, 3),
+    "a CSV line of many cells": ("csv", HEADER + b"a,r,v1,runbook,b,s,9\n" + b"," * (5 * CAP), 3),
+    "a CSV header": ("csv", b"x" * (5 * CAP), 1),
+}
+
+
+@pytest.mark.parametrize(("format", "data", "line"), OVER_LONG.values(), ids=OVER_LONG.keys())
+def test_a_record_longer_than_any_the_limits_accept_is_refused_unread(
+    format: str, data: bytes, line: int
+) -> None:
+    source = Pieces(data)
+    with pytest.raises(bulk.ImportRefused) as caught:
+        bulk.check_file(source, format=format, limits=SMALL)
+    assert [str(p) for p in caught.value.problems] == [f"line {line}: {TOO_LONG}the file was read no further"]
+    assert source.longest <= CAP + 1  # read in pieces, never the whole line
+    assert source.tell() <= 2 * (CAP + 1) + len(GOOD_LINE) * 2 + len(HEADER)  # and read no further
+
+
+def test_the_longest_record_the_limits_accept_is_within_the_cap() -> None:
+    """Every text at its limit and every byte of it a six-byte escape, with spacing: still read."""
+    longest = {
+        "tenant": "\x01" * SMALL.max_field_bytes,
+        "record_id": "\x01" * SMALL.max_field_bytes,
+        "revision": "\x01" * SMALL.max_field_bytes,
+        "kind": "incident",
+        "body": "\x01" * SMALL.max_body_bytes,
+        "source": "\x01" * SMALL.max_field_bytes,
+        "expires_at": 2**63 - 1,
+    }
+    line = json.dumps(longest, separators=(" , ", " : ")).encode() + b"\r\n"
+    checked = bulk.check_file(io.BytesIO(line + line), format="jsonl", limits=SMALL)
+    assert checked.wheres == ["line 1", "line 2"]
+    cells = [value if isinstance(value, str) else str(value) for value in longest.values()]
+    quoted = ",".join('"' + cell.replace("\x01", '""') + '"' for cell in cells)  # each byte a doubled quote
+    checked = bulk.check_file(io.BytesIO(HEADER + quoted.encode() + b"\n"), format="csv", limits=SMALL)
+    assert checked.wheres == ["line 2"]
+
+
+def test_the_cap_follows_the_store_limits(engine: str) -> None:
+    """An import into a store reads with that store's limits: the default cap fits a 1 MiB body
+    written as escapes, and a store with small limits refuses a line over its own cap."""
+    assert bulk.max_record_bytes() == bulk.max_record_bytes(Limits()) > 6 * Limits().max_body_bytes
+    assert bulk.max_record_bytes() == 6_317_352  # as docs/bulk.md and docs/cli.md say
+    with EvidenceStore(":memory:", engine=engine, limits=SMALL) as store:
+        data = GOOD_LINE + b"a" * 3 * CAP
+        with pytest.raises(bulk.ImportRefused) as caught:
+            bulk.import_file(store, io.BytesIO(data), format="jsonl", batch_size=1)
+        assert str(caught.value).endswith(f"line 2: {TOO_LONG}the file was read no further")
+        assert store.history(tenant="a", record_id="r") == ()  # nor the batch before it
+
+
+def test_csv_field_limit_is_the_callers_while_the_import_is_not_reading(open_store: Any) -> None:
+    """csv.field_size_limit is process-wide: it is raised only while csv reads a record, not
+    while the rows are checked, the progress function runs, or the import waits."""
+    import csv
+
+    before = csv.field_size_limit()
+    seen: list[int] = []
+    data = HEADER + b"a,r,v1,runbook,b,s,9\n" * 3
+    bulk.check_file(io.BytesIO(data), format="csv", progress=lambda *_: seen.append(csv.field_size_limit()))
+    assert seen and set(seen) == {before}
+    assert csv.field_size_limit() == before

@@ -752,6 +752,51 @@ def test_import_from_dir_does_not_read_a_document_larger_than_a_body(tmp_path: P
     )
 
 
+def _peak_memory(args: list[str], stdin: Path, cwd: Path) -> tuple[int, str, int]:
+    """Run the CLI; its exit status, its stderr and its peak resident memory in KiB (Linux)."""
+    with stdin.open("rb") as given:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "pyevidence", *args],
+            stdin=given,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            preexec_fn=_with_little_memory,
+        )
+        assert child.stderr is not None
+        stderr = child.stderr.read().decode()
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    return child.returncode, stderr, usage.ru_maxrss
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss in KiB is Linux's")
+@pytest.mark.parametrize("source", ["-", "zeros.jsonl", "zeros.csv"])
+def test_import_holds_no_more_of_a_line_than_a_record_may_take(tmp_path: Path, source: str) -> None:
+    """A 48 MiB line of NUL bytes (what /dev/zero gives) was read whole: the line, its text and
+    the parser's copies, 150 MB and more; /dev/zero itself until the memory ran out. Now at
+    most bulk.max_record_bytes() of it (6 MiB) is read, and refused naming the line."""
+    zeros, small = tmp_path / "zeros", tmp_path / "small.jsonl"  # small: refused as well, unopened
+    with zeros.open("wb") as sparse:
+        sparse.truncate(8 * bulk.max_record_bytes())  # no disk taken
+    small.write_bytes(b"x\n")
+    for name in ("zeros.jsonl", "zeros.csv"):
+        (tmp_path / name).symlink_to(zeros)
+    args = ["import", "--db", "ev.db", "--tenant", "t"]
+    status, stderr, baseline = _peak_memory([*args, "small.jsonl"], small, tmp_path)
+    assert status == 2 and "line 1: is not valid JSON" in stderr, stderr
+    status, stderr, peak = _peak_memory([*args, source], zeros, tmp_path)
+    cap = bulk.max_record_bytes()
+    assert (peak - baseline) * 1024 < 3 * cap, (peak, baseline)
+    name = "stdin" if source == "-" else source
+    assert (status, stderr) == (
+        2,
+        f"pyevidence: error: {name}: 1 bad record, nothing was written:\n"
+        f"  line 1: is a record of more than {cap:,} bytes, longer than any this store's limits accept "
+        "(see Limits); the file was read no further\n",
+    )
+
+
 def test_export_out_dash_is_stdout_as_import_dash_is_stdin(tmp_path: Path) -> None:
     with EvidenceStore(tmp_path / "ev.db") as store:
         store.put(**record(tenant="t"))
