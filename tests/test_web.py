@@ -766,3 +766,112 @@ def test_serve_on_port_zero_answers_where_the_banner_says(tmp_path: Path) -> Non
     finally:
         server.kill()
         server.wait()
+
+
+PROBED_HOSTS = (
+    "evil.example",
+    "evil.example:8000",
+    "evidence.lan:8000",
+    "EVIDENCE.lan",
+    "127.0.0.1:8000",
+    "localhost:8000",
+    "LocalHost",
+    "[::1]:8000",
+    "0.0.0.0:8000",
+    "10.1.2.3:8000",
+    "[fd00::5]:8000",
+)
+
+
+@pytest.fixture
+def answered(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, int]]:
+    """uvicorn's server returns at once; the list gets, for each serve, the status the app it was
+    given answers each of PROBED_HOSTS with (asked while the store is open)."""
+    import uvicorn
+
+    statuses: list[dict[str, int]] = []
+
+    def run(self: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:
+        assert sockets
+        with TestClient(self.config.app, base_url="http://127.0.0.1") as client:
+            statuses.append(
+                {h: client.get("/verify?format=json", headers={"Host": h}).status_code for h in PROBED_HOSTS}
+            )
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
+    return statuses
+
+
+def accepted(statuses: dict[str, int]) -> set[str]:
+    assert set(statuses.values()) <= {200, 400}, statuses
+    return {host for host, status in statuses.items() if status == 200}
+
+
+LOOPBACK_ACCEPTED = {"127.0.0.1:8000", "localhost:8000", "LocalHost", "[::1]:8000"}
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "127.0.0.2", "127.1", "LOCALHOST", "localhost", "::ffff:127.0.0.1"]
+)
+def test_every_loopback_spelling_is_loopback_and_refuses_other_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], answered: list[dict[str, int]], host: str
+) -> None:
+    """127.0.0.2, 127.1, LOCALHOST and ::ffff:127.0.0.1 are loopback too: no warning, and a page
+    that rebinds its own name to them (DNS rebinding) sends that name as Host and is refused."""
+    path = tmp_path / "evidence.db"
+    fill(path, "python")
+    assert cli.main(serve_args(path, "--host", host, "--port", "0")) == 0
+    err = capsys.readouterr().err
+    assert "not loopback" not in err and err.count("\n") == 1, err
+    (statuses,) = answered
+    assert accepted(statuses) == LOOPBACK_ACCEPTED
+
+
+def test_a_wildcard_binding_answers_only_to_this_machines_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], answered: list[dict[str, int]]
+) -> None:
+    """0.0.0.0 listens on loopback too: any Host would let a rebinding page read the tenant."""
+    path = tmp_path / "evidence.db"
+    fill(path, "python")
+    assert cli.main(serve_args(path, "--host", "0.0.0.0", "--port", "0")) == 0
+    err = capsys.readouterr().err
+    assert "not loopback" in err and "127.0.0.1, localhost, [::1], 0.0.0.0 (--allowed-host" in err
+    assert accepted(answered[-1]) == {*LOOPBACK_ACCEPTED, "0.0.0.0:8000"}
+    allowed = ("--allowed-host", "Evidence.LAN", "--allowed-host", "10.1.2.3", "--allowed-host", "fd00::5")
+    assert cli.main(serve_args(path, "--host", "0.0.0.0", "--port", "0", *allowed)) == 0
+    assert accepted(answered[-1]) == {
+        *LOOPBACK_ACCEPTED,
+        "0.0.0.0:8000",
+        "evidence.lan:8000",
+        "EVIDENCE.lan",
+        "10.1.2.3:8000",
+        "[fd00::5]:8000",
+    }
+
+
+def test_the_hosts_it_answers_to() -> None:
+    from pyevidence.interfaces.web.serve import host_names
+
+    loopback = ("127.0.0.1", "localhost", "[::1]")
+    assert host_names("127.0.0.1", ["127.0.0.1"]) == loopback
+    assert host_names("127.0.0.2", ["127.0.0.2"]) == (*loopback, "127.0.0.2")
+    assert host_names("::", ["::"]) == (*loopback, "[::]")
+    assert host_names("10.0.0.5", ["10.0.0.5"]) == ("10.0.0.5",)  # no loopback name reaches it
+    assert host_names("Box.LAN.", ["10.0.0.5"], ["[FD00::1]"]) == (
+        "10.0.0.5",
+        "box.lan.",
+        "box.lan",
+        "[fd00::1]",
+    )
+
+
+@pytest.mark.parametrize("name", ["*", "*.example", "evil.example:80", "", "a b", "[evil]"])
+def test_an_allowed_host_must_be_a_name_or_an_address(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], never_serves: list[tuple[str, int]], name: str
+) -> None:
+    path = tmp_path / "evidence.db"
+    fill(path, "python")
+    assert cli.main(serve_args(path, "--allowed-host", name)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pyevidence: error: allowed-host: ") and err.count("\n") == 1, err
+    assert never_serves == []

@@ -35,6 +35,7 @@ from ...core.records import Version, parse_version
 from ...store import ScopedStore
 from ..clock import Clock
 from . import text
+from .serve import LOOPBACK_NAMES
 
 # No script at all, styles only from our own stylesheet, forms only to ourselves, never framed.
 CONTENT_SECURITY_POLICY = (
@@ -47,8 +48,6 @@ SECURITY_HEADERS = {
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
-# The names a browser sends for a loopback address (Host: [::1]:8000 for IPv6).
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 NOT_FOUND = (
     "No such record or version in this scope. A forgotten record is not shown either: forget "
     "erases which revision it was in, with its text."
@@ -388,7 +387,7 @@ def create_app(
         routes=routes,
         middleware=[
             Middleware(SecurityHeaders),
-            Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)),
+            Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts), www_redirect=False),
         ],
         exception_handlers={404: not_found},
     )
