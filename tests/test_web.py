@@ -875,3 +875,75 @@ def test_an_allowed_host_must_be_a_name_or_an_address(
     err = capsys.readouterr().err
     assert err.startswith("pyevidence: error: allowed-host: ") and err.count("\n") == 1, err
     assert never_serves == []
+
+
+def test_a_hostile_body_cannot_make_the_diff_run_for_long(engine: str, tmp_path: Path) -> None:
+    """difflib is quadratic on many alike lines: two bodies of 199,000 four-letter lines took
+    minutes. Past DIFF_MAX_LINES or DIFF_MAX_BYTES the page says to compare them elsewhere."""
+    import random
+    import time
+
+    path = tmp_path / "evidence.db"
+    r = random.Random(7)
+    bodies = {
+        "long-lines": ["x" * (web_app.DIFF_MAX_BYTES + 1), "y"],
+        "at-the-cap": ["a\n" * (web_app.DIFF_MAX_LINES - 10), "b\n" * (web_app.DIFF_MAX_LINES - 10)],
+        # the audit's: minutes before, checked last so that the old code fails fast
+        "many-lines": ["\n".join("".join(r.choice("abcd") for _ in range(4)) for _ in range(199_000))] * 2,
+    }
+    with EvidenceStore(path, engine=engine) as store:
+        for record_id, (first, second) in bodies.items():
+            for body in (first, second + "\nchanged"):
+                store.put(
+                    tenant="team-a",
+                    record_id=record_id,
+                    revision="v1",
+                    kind="runbook",
+                    body=body,
+                    source="s",
+                    expires_at=1000,
+                )
+        versions = {rid: [v.version for v in store.history(tenant="team-a", record_id=rid)] for rid in bodies}
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        app = create_app(store.scoped(tenant="team-a"), revision="v1", clock=Clock("logical", NOW))
+        client = TestClient(app, base_url="http://127.0.0.1")
+        for record_id, (first, second) in versions.items():
+            url = f"/diff?record_id={record_id}&from={first}&to={second}"
+            started = time.perf_counter()
+            page, as_json = client.get(url), client.get(url + "&format=json").json()
+            assert time.perf_counter() - started < 10, record_id
+            assert page.status_code == 200
+            if record_id == "at-the-cap":
+                assert "too large" not in page.text and "note" not in as_json
+                assert len(as_json["diff"]) > web_app.DIFF_MAX_LINES
+                continue
+            assert "too large to compare here" in page.text and len(page.content) < 10_000, record_id
+            assert "pyevidence get-version --db FILE" in page.text
+            assert as_json["diff"] is None and "too large to compare here" in as_json["note"]
+
+
+def test_another_sites_page_is_refused(served: tuple[TestClient, Path, dict[str, str]]) -> None:
+    """A page the responder visits can fetch /diff or /verify with no-cors (it reads nothing, but
+    the server does the work): what a browser marks as another site's is refused."""
+    client, _, cited = served
+    diff = f"/diff?record_id=runbook-queue&from={cited['first']}&to={cited['second']}"
+    for url in ("/verify", diff, "/?q=queue", "/static/style.css"):
+        for site in ("cross-site", "same-site"):
+            refused = client.get(url, headers={"Sec-Fetch-Site": site, "Sec-Fetch-Mode": "no-cors"})
+            assert refused.status_code == 403, (url, site)
+            assert f"Sec-Fetch-Site: {site}" in refused.text
+            assert refused.headers["content-security-policy"] == web_app.CONTENT_SECURITY_POLICY
+            framed = {"Sec-Fetch-Site": site, "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe"}
+            assert client.get(url, headers=framed).status_code == 403
+            scripted = {"Sec-Fetch-Site": site, "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+            assert client.get(url, headers=scripted).status_code == 403  # window.open without a click
+        for site in ("same-origin", "none"):
+            assert client.get(url, headers={"Sec-Fetch-Site": site}).status_code == 200, (url, site)
+        assert client.get(url).status_code == 200  # curl sends no Sec-Fetch-Site
+        clicked = {
+            "Sec-Fetch-Site": "cross-site",
+            "Sec-Fetch-Mode": "navigate",
+            "Sec-Fetch-Dest": "document",
+            "Sec-Fetch-User": "?1",
+        }
+        assert client.get(url, headers=clicked).status_code == 200  # a link in a ticket, clicked

@@ -19,12 +19,12 @@ from urllib.parse import urlencode
 
 import jinja2
 from starlette.applications import Starlette
-from starlette.datastructures import MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -48,6 +48,12 @@ SECURITY_HEADERS = {
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
+# The most of each version /diff compares (its fields and text as lines, and their UTF-8 bytes).
+# difflib's time grows with the square of the lines when many are alike (two bodies of 200,000
+# short lines took minutes) and its output with their bytes; within these a diff takes well under
+# a second and is at most about twice the bytes compared.
+DIFF_MAX_LINES = 5_000
+DIFF_MAX_BYTES = 256 * 1024
 NOT_FOUND = (
     "No such record or version in this scope. A forgotten record is not shown either: forget "
     "erases which revision it was in, with its text."
@@ -83,6 +89,40 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+OTHER_SITE = (
+    "Refused: another site's page asked for this one (Sec-Fetch-Site: {site}). pyevidence serve "
+    "answers only its own pages and what you open yourself: type or paste the address, or click a "
+    "link to it."
+)
+
+
+class SameOriginOnly:
+    """Refuses (403) what another site's page asks for, as a browser says in Sec-Fetch-Site: a
+    hostile page's fetch, image or frame cannot make the server diff or verify for it, or read
+    anything. Its own pages' requests (same-origin), what the user typed or bookmarked (none) and
+    clients that send no such header (curl) are answered, and so is a top-level navigation the
+    user clicked (Sec-Fetch-User: ?1), so that a citation linked from a ticket or a chat opens.
+    same-site is refused as well: another port of the same host is same-site."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = Headers(scope=scope)
+            site = headers.get("sec-fetch-site", "none")
+            clicked = (
+                headers.get("sec-fetch-mode") == "navigate"
+                and headers.get("sec-fetch-dest") == "document"
+                and headers.get("sec-fetch-user") == "?1"
+            )
+            if site not in ("same-origin", "none") and not clicked:
+                text = OTHER_SITE.format(site=site if site in ("cross-site", "same-site") else "?")
+                await PlainTextResponse(text, status_code=403)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def _environment() -> jinja2.Environment:
@@ -292,16 +332,12 @@ class Pages:
         if old is None or new is None:
             nothing = {"record_id": record_id, "from": None, "to": None, "diff": None}
             return self._not_found(wants_json, nothing)
-        lines = [
-            line.rstrip("\n")
-            for line in difflib.unified_diff(
-                _diffable(old), _diffable(new), fromfile=old.version, tofile=new.version, lineterm=""
-            )
-        ]
+        lines, too_large = _diff(old, new)
         now = self.clock.now()
         if wants_json:
             ends = {"from": _with_expired(old, now), "to": _with_expired(new, now)}
-            return self._json({"record_id": record_id, **ends, "diff": lines})
+            note = {"note": too_large} if too_large else {}
+            return self._json({"record_id": record_id, **ends, "diff": lines, **note})
         return self._html(
             "diff.html",
             now=now,
@@ -311,6 +347,7 @@ class Pages:
             old_expired=_expired(old, now),
             new_expired=_expired(new, now),
             lines=lines,
+            too_large=too_large,
             record_url=_url("/record", record_id=record_id),
         )
 
@@ -341,6 +378,24 @@ def _diffable(version: Version) -> list[str]:
     """A version as lines to compare: its fields, then its body."""
     head = [f"kind: {version.kind}", f"source: {version.source}", f"expires_at: {version.expires_at}", ""]
     return head + str(version.body).split("\n")
+
+
+def _diff(old: Version, new: Version) -> tuple[list[str] | None, str | None]:
+    """The unified diff of two versions, or None and what to do instead when either is larger than
+    the page compares (DIFF_MAX_LINES, DIFF_MAX_BYTES): the one place that bounds /diff's work."""
+    compared = _diffable(old), _diffable(new)
+    for version, lines in zip((old, new), compared, strict=True):
+        size = sum(len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines)
+        if len(lines) > DIFF_MAX_LINES or size > DIFF_MAX_BYTES:
+            return None, (
+                f"Version {version.version} is too large to compare here ({len(lines):,} lines, "
+                f"{size:,} bytes; this page compares at most {DIFF_MAX_LINES:,} lines and "
+                f"{DIFF_MAX_BYTES:,} bytes of each version). Compare them on the command line: "
+                "pyevidence get-version --db FILE --tenant T --record-id ID --version V for each, "
+                "then a diff tool of your own."
+            )
+    diff = difflib.unified_diff(*compared, fromfile=old.version, tofile=new.version, lineterm="")
+    return [line.rstrip("\n") for line in diff], None
 
 
 def create_app(
@@ -388,6 +443,7 @@ def create_app(
         middleware=[
             Middleware(SecurityHeaders),
             Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts), www_redirect=False),
+            Middleware(SameOriginOnly),
         ],
         exception_handlers={404: not_found},
     )
