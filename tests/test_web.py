@@ -947,3 +947,30 @@ def test_another_sites_page_is_refused(served: tuple[TestClient, Path, dict[str,
             "Sec-Fetch-User": "?1",
         }
         assert client.get(url, headers=clicked).status_code == 200  # a link in a ticket, clicked
+
+
+def test_a_body_line_cannot_pass_for_the_diffs_file_header(engine: str, tmp_path: Path) -> None:
+    """Only the first two lines of a unified diff are its header: an added body line '++ rm -rf /'
+    shows as '+++ rm -rf /', an addition, not as a grey header line."""
+    path = tmp_path / "evidence.db"
+    with EvidenceStore(path, engine=engine) as store:
+        for body in ("keep\n-- old step", "keep\n++ rm -rf / on all hosts"):
+            store.put(
+                tenant="team-a",
+                record_id="sneaky",
+                revision="v1",
+                kind="runbook",
+                body=body,
+                source="s",
+                expires_at=1000,
+            )
+        first, second = (v.version for v in store.history(tenant="team-a", record_id="sneaky"))
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        app = create_app(store.scoped(tenant="team-a"), revision="v1", clock=Clock("logical", NOW))
+        page = TestClient(app, base_url="http://127.0.0.1").get(
+            f"/diff?record_id=sneaky&from={first}&to={second}"
+        )
+    assert '<span class="add">+++ rm -rf / on all hosts</span>' in page.text
+    assert '<span class="del">--- old step</span>' in page.text
+    assert f'<span class="file">--- {first}</span><span class="file">+++ {second}</span>' in page.text
+    assert page.text.count('class="file"') == 2
