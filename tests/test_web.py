@@ -974,3 +974,24 @@ def test_a_body_line_cannot_pass_for_the_diffs_file_header(engine: str, tmp_path
     assert '<span class="del">--- old step</span>' in page.text
     assert f'<span class="file">--- {first}</span><span class="file">+++ {second}</span>' in page.text
     assert page.text.count('class="file"') == 2
+
+
+def test_an_unexpected_error_carries_the_security_headers(
+    served: tuple[TestClient, Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    """Starlette's outermost ServerErrorMiddleware answers an unhandled exception: SecurityHeaders
+    wraps it too."""
+    _, path, _ = served
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        scoped = store.scoped(tenant="team-a")
+
+        def broken() -> None:
+            raise RuntimeError("a bug, not the store's answer")
+
+        monkeypatch.setattr(scoped, "verify", broken)
+        app = create_app(scoped, revision="v1", clock=Clock("logical", NOW))
+        client = TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False)
+        failed = client.get("/verify")
+    assert failed.status_code == 500 and "a bug" not in failed.text
+    for name, value in web_app.SECURITY_HEADERS.items():
+        assert failed.headers.get(name) == value, name

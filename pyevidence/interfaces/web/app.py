@@ -398,6 +398,14 @@ def _diff(old: Version, new: Version) -> tuple[list[str] | None, str | None]:
     return [line.rstrip("\n") for line in diff], None
 
 
+class _App(Starlette):
+    """Starlette with SecurityHeaders outside everything, its ServerErrorMiddleware included, so
+    that the 500 for an unexpected error carries the headers as well as every other response."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SecurityHeaders(super().build_middleware_stack())
+
+
 def create_app(
     scoped: ScopedStore,
     *,
@@ -438,12 +446,12 @@ def create_app(
         Route("/verify", handled(pages.verify), methods=["GET"]),
         Route("/static/style.css", pages.stylesheet, methods=["GET"]),
     ]
-    return Starlette(
+    app = _App(
         routes=routes,
         middleware=[
-            Middleware(SecurityHeaders),
             Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts), www_redirect=False),
             Middleware(SameOriginOnly),
         ],
         exception_handlers={404: not_found},
     )
+    return app
