@@ -995,3 +995,14 @@ def test_an_unexpected_error_carries_the_security_headers(
     assert failed.status_code == 500 and "a bug" not in failed.text
     for name, value in web_app.SECURITY_HEADERS.items():
         assert failed.headers.get(name) == value, name
+
+
+def test_a_trailing_slash_is_not_found_not_redirected(
+    served: tuple[TestClient, Path, dict[str, str]],
+) -> None:
+    """A redirect to the path without its slash would build its Location from the Host header."""
+    client, _, _ = served
+    for url in ("/verify/", "/record/?record_id=hostile", "/static/style.css/"):
+        answer = client.get(url, follow_redirects=False)
+        assert answer.status_code == 404 and "location" not in answer.headers, url
+        assert answer.headers["content-security-policy"] == web_app.CONTENT_SECURITY_POLICY

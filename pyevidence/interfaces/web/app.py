@@ -454,4 +454,6 @@ def create_app(
         ],
         exception_handlers={404: not_found},
     )
+    # /verify/ is not /verify: no redirect, whose Location would be built from the Host header.
+    app.router.redirect_slashes = False
     return app
