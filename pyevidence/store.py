@@ -31,6 +31,7 @@ from .core.records import (
     Version,
     VersionLookup,
 )
+from .core.strict_json import shown
 from .core.vectors import Embedder, Vector, embedding_list, vector
 from .ranking.scoring import Scorer, SetRanker, TokenScorer, rank, scorer_name
 from .ranking.send_gate import Requests, StillCurrent, StoreGate, current_gate
@@ -47,6 +48,7 @@ T = TypeVar("T")
 # at once, then about a third of a second in all, time for a retrieve of another connection
 # to end, spent with this store's lock held.
 _ERASURE_PAUSES = (0.0, 0.01, 0.05, 0.1, 0.2)
+_MAX_ERASURE_WAIT = 3600  # finish_erasure's longest timeout, in seconds
 
 
 def _native_engine_class() -> Any:
@@ -342,12 +344,20 @@ class EvidenceStore:
     def finish_erasure(self, *, timeout: float = 5.0) -> bool:
         """True when no forget of this store still has its erased text on disk. A forget
         whose checkpoint another connection's read transaction kept from running
-        (python-api.md, "What forget keeps") is tried again here, every 0.2 s for up to
-        ``timeout`` seconds, without holding up any other writer."""
+        (python-api.md, "What forget keeps") is tried again here, at once and then every
+        0.2 s until ``timeout`` seconds (0 to 3600) have passed. No other connection's writer
+        waits for it; this store's other threads do, as for any of its calls."""
+        if type(timeout) not in (int, float) or not 0 <= timeout <= _MAX_ERASURE_WAIT:
+            reason = f"must be a number of seconds from 0 to 3600, got {shown(timeout)}"
+            raise ValidationError("timeout", reason)
         with self._engine_locked() as engine:
-            if self._erasure_pending:
-                tries = max(1, int(timeout / 0.2))
-                self._erase_from_journal(engine, pauses=(0.0, *(0.2,) * tries))
+            deadline = time.monotonic() + timeout
+            pause = 0.0
+            while self._erasure_pending:
+                self._erase_from_journal(engine, pauses=(pause,))
+                pause = min(0.2, deadline - time.monotonic())
+                if pause <= 0:
+                    break
             return not self._erasure_pending
 
     def _erase_from_journal(self, engine: Any, pauses: tuple[float, ...] = _ERASURE_PAUSES) -> None:

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -250,6 +251,7 @@ def test_restore_names_a_page_size_it_cannot_change(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert f"{store_path} has pages of 8192 bytes and {backup} of 4096" in done.stderr, done.stderr
     assert "restore into a new file" in done.stderr and store_path.read_bytes() == kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.db", "s.db"]  # no -wal or -shm left
 
 
 @pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
@@ -269,18 +271,30 @@ def test_a_backup_is_never_named_as_a_file_sqlite_keeps_beside_a_database(
     assert done.returncode == 2 and "the directory" in done.stderr and "does not exist" in done.stderr
 
 
-def test_a_backup_of_an_older_store_copies_it_as_it_is(tmp_path: Path) -> None:
+@pytest.mark.parametrize("release", ["closed", "still open"])
+def test_a_backup_of_an_older_store_copies_it_as_it_is(tmp_path: Path, release: str) -> None:
     """pyevidence backup upgraded an older store for good before it copied it: the backup
-    taken before an upgrade could no longer be opened by the release that wrote it."""
+    taken before an upgrade could no longer be opened by the release that wrote it. Its
+    first fix still upgraded a store whose release had it open (a -wal beside it)."""
     old, out = tmp_path / "old.db", tmp_path / "old-backup.db"
     old.write_bytes((Path(__file__).parent / "fixtures" / "v3_store.db").read_bytes())
     kept = old.read_bytes()
-    done = run_cli("backup", "--db", str(old), "--out", str(out))
+    holder = sqlite3.connect(old)  # the old release, with the store open: its -wal and -shm beside it
+    try:
+        holder.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+        if release == "closed":
+            holder.close()
+        else:
+            assert os.path.exists(f"{old}-wal")
+        done = run_cli("backup", "--db", str(old), "--out", str(out))
+    finally:
+        holder.close()
     assert done.returncode == 0, done.stderr
     assert "schema version 3" in done.stderr and "the backup is a copy of it as it is" in done.stderr
-    assert old.read_bytes() == kept
-    with sqlite3.connect(out) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert "upgrading" not in done.stderr and old.read_bytes() == kept
+    for path in (old, out):
+        with closing(sqlite3.connect(path)) as conn:
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
     restored = tmp_path / "restored.db"  # a backup of an older release restores, and upgrades later
     done = run_cli("restore", "--db", str(restored), "--from", str(out))
     assert done.returncode == 0, done.stderr
@@ -325,3 +339,48 @@ def test_finish_erasure_tries_again_once_the_reader_has_ended(engine: str, tmp_p
         assert store.finish_erasure(timeout=0.2) is True
         wal = Path(f"{path}-wal")
         assert b"a1 record" not in path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+def test_a_backup_written_under_larger_limits_is_restored(tmp_path: Path) -> None:
+    """restore verified the backup under the default Limits and called a store with a tenant
+    longer than they allow "damaged"."""
+    from pyevidence import Limits
+
+    store_path, restored = tmp_path / "s.db", tmp_path / "restored.db"
+    tenant = "t" * 2000
+    with EvidenceStore(store_path, limits=Limits(max_field_bytes=4096)) as store:
+        store.put(
+            tenant=tenant, record_id="r", revision="v1", kind="runbook", body="b", source="s", expires_at=9
+        )
+    done = run_cli("restore", "--db", str(restored), "--from", str(store_path))
+    assert done.returncode == 0, done.stderr[:300]
+    with EvidenceStore(restored, limits=Limits(max_field_bytes=4096)) as store:
+        assert store.verify(tenant=tenant).ok
+
+
+def test_a_new_target_another_program_writes_to_during_the_check_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The restore claims a new target at once; if another program writes to it while the
+    backup is checked, the restore stops and leaves that program's bytes where they are."""
+    from pyevidence.interfaces import restore
+
+    _, backup = _store_and_backup(tmp_path, 3)
+    fresh = tmp_path / "new.db"
+    checked = restore._checked_backup
+
+    def meanwhile(backup_path: str, target: str) -> None:
+        checked(backup_path, target)
+        assert fresh.exists() and fresh.stat().st_size == 0  # claimed before the check
+        fresh.write_text("precious notes")
+
+    monkeypatch.setattr(restore, "_checked_backup", meanwhile)
+    with pytest.raises(StoreError, match="another program wrote to"):
+        restore.restore(str(backup), str(fresh))
+    assert fresh.read_text() == "precious notes"
+
+
+@pytest.mark.parametrize("timeout", [-1, float("nan"), float("inf"), 1e12, "5", None, True])
+def test_finish_erasure_refuses_a_timeout_it_cannot_wait(tmp_path: Path, timeout: object) -> None:
+    with EvidenceStore(tmp_path / "s.db") as store, pytest.raises(ValidationError, match="timeout: must be"):
+        store.finish_erasure(timeout=timeout)  # type: ignore[arg-type]

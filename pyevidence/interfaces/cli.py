@@ -436,10 +436,13 @@ def _run(args: argparse.Namespace) -> Any:
         try:
             try:  # a backup never upgrades the store it copies: its version read first, read-only
                 if not paths.is_cluster_url(db):
-                    paths.database(db, read_only=True)
+                    paths.check_schema(db)
             except UpgradeNeeded as exc:  # an older release's store: copied as it is
                 restore.copy_as_it_is(db, args.out)
                 _note(f"{exc.older()}; the backup is a copy of it as it is")
+            except EvidenceError:  # the store's own read-only open says what is wrong, or copies it
+                with EvidenceStore(db, engine=args.engine, read_only=True) as store:
+                    store.backup(args.out)
             else:
                 with _open_to_read(db, args.engine) as store:
                     store.backup(args.out)

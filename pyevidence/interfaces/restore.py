@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 
 from ..core.errors import EvidenceError, StoreError, UpgradeNeeded, ValidationError
+from ..core.limits import Limits
+from ..core.strict_json import shown
 from ..storage import paths, schema
 from ..store import EvidenceStore
 
@@ -34,24 +36,22 @@ def restore(backup: str, target: str) -> None:
         raise ValidationError("from", f"no backup file at {backup}; name the backup file")
     if os.path.exists(target) and os.path.samefile(backup, target):
         raise ValidationError("from", f"{backup} is the store itself; name the backup file")
-    created = not os.path.lexists(target)
-    if created:
-        _creatable(target)
-    elif not os.path.isfile(target):
+    if os.path.lexists(target) and not os.path.isfile(target):
         raise ValidationError("db", f"{target} is not a file; name the store's database file")
-    with _no_new_sidecars(backup):
+    with _no_new_sidecars(backup), _claimed_if_new(target) as claim:
         _checked_backup(backup, target)
-        if not created:
+        if not claim.new:
             _restorable(target)
             _same_page_size(backup, target)
-        try:
-            _copy(backup, target)
-        except BaseException:
-            if created:
-                _remove_created(target)
-            raise
+        elif not claim.untouched():
+            claim.created = None  # another program's file now: left as it is
+            raise StoreError(
+                f"another program wrote to {target} while the backup was checked; nothing was "
+                "restored, and what it wrote is left as it is"
+            )
+        _copy(backup, target)
     try:
-        EvidenceStore(target, read_only=True).close()
+        paths.check_schema(target)
     except UpgradeNeeded:
         pass  # a backup of an older release: the next open that writes upgrades it
 
@@ -72,23 +72,65 @@ def copy_as_it_is(db: str, out: str) -> None:
             raise StoreError(f"backup failed ({exc}); nothing was written to {out}") from None
 
 
-def _creatable(target: str) -> None:
-    """A new ``target``'s directory is there and this user may write in it: else the reason,
-    before anything is read or written."""
-    directory = os.path.dirname(os.path.realpath(target))  # a symlink's file is made where it points
-    if not os.path.isdir(directory):
-        raise ValidationError("db", f"cannot create {target}: the directory {directory} does not exist")
-    if not os.access(directory, os.W_OK):
-        raise StoreError(f"cannot create {target}: this user cannot write in {directory}")
+class _Claim:
+    """The target of a restore: ``new`` when the restore created it (empty, exclusively)."""
 
+    def __init__(self, target: str, created: os.stat_result | None) -> None:
+        self.target, self.created = target, created
 
-def _remove_created(target: str) -> None:
-    """A restore into a new file failed: the file and its sidecars go, so the path is as it was."""
-    for path in (target, *(f"{target}{suffix}" for suffix in paths.SIDECAR_SUFFIXES)):
+    @property
+    def new(self) -> bool:
+        return self.created is not None
+
+    def ours(self) -> bool:
+        """Whether the path still holds the file the restore created."""
         try:
-            os.remove(path)
+            now = os.lstat(self.target)
         except OSError:
-            pass
+            return False
+        created = self.created
+        return created is not None and (now.st_dev, now.st_ino) == (created.st_dev, created.st_ino)
+
+    def untouched(self) -> bool:
+        """Whether the file created is still there and empty: no other program wrote to it."""
+        return self.ours() and os.path.getsize(self.target) == 0
+
+
+@contextmanager
+def _claimed_if_new(target: str) -> Iterator[_Claim]:
+    """A new ``target`` is created empty at once, exclusively (O_EXCL, never through a
+    symlink), so that no file another program puts there while the backup is checked is
+    overwritten. If the restore fails, the file it created goes again, with the -wal, -shm
+    and -journal beside it that were not there before."""
+    if os.path.lexists(target):
+        yield _Claim(target, None)
+        return
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(target, flags, 0o644)
+    except FileExistsError:
+        raise ValidationError("db", f"{target} appeared as the restore began; nothing was restored") from None
+    except FileNotFoundError:
+        directory = os.path.dirname(os.path.abspath(target))
+        reason = f"cannot create {target}: the directory {directory} does not exist"
+        raise ValidationError("db", reason) from None
+    except OSError as exc:
+        raise StoreError(f"cannot create {target}: {exc.strerror or exc}") from None
+    try:
+        claim = _Claim(target, os.fstat(fd))
+    finally:
+        os.close(fd)
+    sidecars = [f"{target}{end}" for end in paths.SIDECAR_SUFFIXES if not os.path.lexists(f"{target}{end}")]
+    try:
+        yield claim
+    except BaseException:
+        if claim.ours():
+            for path in (target, *sidecars):
+                try:
+                    os.remove(path)
+                except OSError:
+                    pass  # not there
+        raise
 
 
 def _checked_backup(backup: str, target: str) -> None:
@@ -99,8 +141,8 @@ def _checked_backup(backup: str, target: str) -> None:
     unchanged = f"nothing was restored and {target} is unchanged"
     if os.path.getsize(backup) == 0:
         raise ValidationError("from", f"{backup} is an empty file, not a backup; {unchanged}")
-    try:
-        store: EvidenceStore | None = EvidenceStore(backup, read_only=True)
+    try:  # the backup's records are checked by their hashes, not by this machine's Limits
+        store: EvidenceStore | None = EvidenceStore(backup, read_only=True, limits=_ANY_SIZE)
     except UpgradeNeeded:
         store = None
     except EvidenceError as exc:
@@ -128,6 +170,7 @@ def _checked_backup(backup: str, target: str) -> None:
 
 
 _TENANTS_SQL = "SELECT DISTINCT tenant FROM evidence_versions ORDER BY tenant"
+_ANY_SIZE = Limits(max_body_bytes=1 << 40, max_field_bytes=1 << 40)
 
 
 def _verified(store: EvidenceStore | None, tenant: str) -> str | None:
@@ -136,11 +179,11 @@ def _verified(store: EvidenceStore | None, tenant: str) -> str | None:
     try:
         checked = store.verify(tenant=tenant)
     except EvidenceError as exc:
-        return f"tenant {tenant!r}: {exc}"
+        return f"tenant {shown(tenant)}: {exc}"
     if checked.ok or checked.broken is None:
         return None
-    where = f", record {checked.broken.record_id!r}" if checked.broken.record_id is not None else ""
-    return f"tenant {tenant!r}{where}: {checked.broken.reason}"
+    where = f", record {shown(checked.broken.record_id)}" if checked.broken.record_id is not None else ""
+    return f"tenant {shown(tenant)}{where}: {checked.broken.reason}"
 
 
 def _same_page_size(backup: str, target: str) -> None:
@@ -224,7 +267,7 @@ def _restorable(target: str) -> None:
     """``target`` is a pyevidence store (of this release or an older one), or ValidationError
     saying how to restore over what it is instead."""
     try:
-        EvidenceStore(target, read_only=True).close()
+        paths.check_schema(target)  # read without leaving a -wal or -shm beside it
     except UpgradeNeeded:  # an older release's store: the backup replaces it whole
         return
     except EvidenceError as exc:

@@ -326,5 +326,26 @@ def _refuse_untouched(where: DatabasePath) -> None:
         conn.close()
 
 
+def check_schema(path: object, *, field: str = "db") -> None:
+    """Reads the schema of the database file ``path`` as schema.prepare(read_only=True) does,
+    through a connection that never writes and leaves no file behind: SQLite's immutable flag
+    when no -wal or -journal is beside it, else a read-only connection, which also reads a
+    live or crashed writer's -wal. Raises what prepare() raises (UpgradeNeeded for an older
+    release's store, SchemaError for another database), StoreError when SQLite cannot read it."""
+    where = DatabasePath(*checked_name(path, field=field, allow_memory=False))
+    try:
+        conn = sqlite3.connect(
+            where.read_only_uri(immutable=_sidecars_missing(where)), uri=True, isolation_level=None
+        )
+        try:
+            schema.prepare(
+                lambda sql: conn.execute(sql).fetchall(), _never_writes, where.shown, read_only=True
+            )
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"opening {where.shown} failed: {exc}") from None
+
+
 def _never_writes(sql: str) -> None:
     raise AssertionError(f"a read-only check ran a script: {sql[:40]}")
