@@ -174,6 +174,10 @@ static int storeRun(EvidenceStore *p, sqlite3_stmt *pStmt) {
   return rc;
 }
 
+int evidence_store_in_transaction(EvidenceStore *p) {
+  return !sqlite3_get_autocommit(p->db);
+}
+
 int evidence_store_exec(EvidenceStore *p, const char *sql, size_t sql_len) {
   char *zSql = sqlite3_malloc64(sql_len + 1);
   char *zErr = 0;

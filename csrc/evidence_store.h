@@ -85,6 +85,9 @@ int evidence_store_load_extension(EvidenceStore *store, const char *path, const 
 /* Runs SQL text of one or more statements, discarding any rows. */
 int evidence_store_exec(EvidenceStore *store, const char *sql, size_t sql_len);
 
+/* 1 while a transaction is open on the store's connection, else 0. */
+int evidence_store_in_transaction(EvidenceStore *store);
+
 /* Runs one statement with n_params bound values and returns its rows in *out.
 ** With read_only set, the read-only gate (evidence_store.c) refuses, before it runs,
 ** a statement that could write or change the connection, and any function or pragma

@@ -129,6 +129,7 @@ class NativeEngine:
 
     def put(self, record: Record, vector: Vector | None = None) -> None:
         if vector is None:
+            self._end_interrupted()  # the C call's transaction is its own, unless one is open
             self._write([record], "put")
         else:
             self.put_many([record], [vector], operation="put")
@@ -160,20 +161,32 @@ class NativeEngine:
     def write_transaction(self, operation: str) -> Iterator[None]:
         """Reads and writes inside the block are one write transaction (BEGIN IMMEDIATE):
         no other writer comes between them. An exception rolls all of it back."""
-        self._exec("BEGIN IMMEDIATE;", operation)
-        self._in_write = True
-        try:
-            yield
+        try:  # BEGIN and COMMIT inside: an interrupt between them and the block rolls back
+            self._begin("BEGIN IMMEDIATE;", operation)
+            self._in_write = True
+            try:
+                yield
+            finally:
+                self._in_write = False
+            rc = lib.evidence_store_exec(self._store, b"COMMIT;", 7)
+            if rc != SQLITE_OK:
+                message = self._message()
+                raise from_sqlite(rc, f"{operation} failed while committing: {message}", writing=True)
         except BaseException:
-            self._rollback()
+            self._rollback()  # also after a failed COMMIT, which may leave the transaction open
             raise
-        finally:
-            self._in_write = False
-        rc = lib.evidence_store_exec(self._store, b"COMMIT;", 7)
-        if rc != SQLITE_OK:
-            message = self._message()
-            self._rollback()  # SQLite may keep the transaction open after a failed COMMIT
-            raise from_sqlite(rc, f"{operation} failed while committing: {message}", writing=True)
+
+    def _begin(self, sql: str, doing: str) -> None:
+        """BEGIN, after rolling back a transaction an interrupted call of this engine left
+        open (a KeyboardInterrupt between its BEGIN and its try): no call writes into, or
+        reads from, a transaction it did not open. Only this engine begins transactions on
+        its connection (store.query() is read-only), so an open one here is such a leftover."""
+        self._end_interrupted()
+        self._exec(sql, doing)
+
+    def _end_interrupted(self) -> None:
+        if not self._in_write and lib.evidence_store_in_transaction(self._store):
+            self._rollback()
 
     def _exec(self, sql: str, doing: str) -> None:
         data = _utf8(sql)
@@ -181,7 +194,8 @@ class NativeEngine:
 
     def _rollback(self) -> None:
         """Ends the open transaction; nothing to do when an error has already ended it."""
-        lib.evidence_store_exec(self._store, b"ROLLBACK;", 9)
+        if lib.evidence_store_in_transaction(self._store):
+            lib.evidence_store_exec(self._store, b"ROLLBACK;", 9)
 
     def _write(self, records: list[Record], doing: str) -> None:
         """One C call for the whole batch (csrc/evidence_batch.c numbers, hashes and
@@ -200,6 +214,7 @@ class NativeEngine:
     def forget(self, tenant: str, record_id: str) -> bool:
         t, r = _utf8(tenant), _utf8(record_id)
         deleted = ffi.new("int *")
+        self._end_interrupted()
         self._check(
             lib.evidence_store_forget(self._store, t, len(t), r, len(r), deleted), "forget", writing=True
         )
@@ -227,11 +242,12 @@ class NativeEngine:
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Reads inside the block see one consistent state of the database."""
-        self._script("BEGIN;")
-        try:
+        try:  # BEGIN inside: an interrupt just after it still ends the read
+            self._begin("BEGIN;", "reading the history")
             yield
         finally:
-            self._script("COMMIT;")
+            if lib.evidence_store_in_transaction(self._store):
+                self._script("COMMIT;")
 
     def rank_by_tokens(
         self, tenant: str, revision: str, now: int, query: str, limit: int, *, method: str = "index"

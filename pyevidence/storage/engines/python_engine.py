@@ -60,6 +60,7 @@ class PythonEngine:
         # rows step aside (schema.sql); 0 otherwise, as on any raw-SQL connection.
         self._vouching = False
         self._conn.create_function("evidence_writer_vouches", 0, lambda: int(self._vouching))
+        self._in_write = False  # inside write_transaction(): writes join its transaction
         try:
             with _opening_errors(where, read_only):
                 schema.prepare(
@@ -101,15 +102,15 @@ class PythonEngine:
         if vector is not None:
             self.put_many([record], [vector], operation="put")
             return
-        if self._conn.in_transaction:  # inside write_transaction(): its statements only
+        if self._in_write:  # inside write_transaction(): its statements only
             with _sqlite_errors("put", writing=True):
                 self._write([record])
             return
         # One put is one write, as the native engine's evidence_store_put reports it:
         # its transaction is its own, and a failed commit is a failed put.
         with _sqlite_errors("put", writing=True):
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
+            try:  # BEGIN inside: an interrupt just after it still rolls back
+                self._begin("BEGIN IMMEDIATE")
                 self._write([record])
                 self._conn.execute("COMMIT")
             except BaseException:
@@ -119,18 +120,18 @@ class PythonEngine:
     def put_many(
         self, records: list[Record], vectors: Vectors = None, *, operation: str = "put_many"
     ) -> None:
-        if self._conn.in_transaction:  # inside write_transaction(): its statements only
+        if self._in_write:  # inside write_transaction(): its statements only
             with _sqlite_errors(operation, writing=True):
                 self._put_rows(records, vectors)
             return
-        with _sqlite_errors(operation, writing=True):
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
+        try:  # BEGIN and COMMIT inside: an interrupt between them and the rows rolls back
+            with _sqlite_errors(operation, writing=True):
+                self._begin("BEGIN IMMEDIATE")
                 self._put_rows(records, vectors)
-            except BaseException:
-                self._rollback()
-                raise
-        self._commit(operation)
+            self._commit(operation)
+        except BaseException:
+            self._rollback()
+            raise
 
     def _put_rows(self, records: list[Record], vectors: Sequence[Vector | None] | None) -> None:
         if vectors is None:
@@ -155,14 +156,30 @@ class PythonEngine:
     def write_transaction(self, operation: str) -> Iterator[None]:
         """Reads and writes inside the block are one write transaction (BEGIN IMMEDIATE):
         no other writer comes between them. An exception rolls all of it back."""
-        with _sqlite_errors(operation, writing=True):
-            self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
+        try:  # BEGIN and COMMIT inside: an interrupt between them and the block rolls back
+            with _sqlite_errors(operation, writing=True):
+                self._begin("BEGIN IMMEDIATE")
+            self._in_write = True
+            try:
+                yield
+            finally:
+                self._in_write = False
+            self._commit(operation)
         except BaseException:
             self._rollback()
             raise
-        self._commit(operation)
+
+    def _begin(self, sql: str) -> None:
+        """BEGIN, after rolling back a transaction an interrupted call of this engine left
+        open (a KeyboardInterrupt between its BEGIN and its try): no call writes into, or
+        reads from, a transaction it did not open. Only this engine begins transactions on
+        its connection (store.query() is read-only), so an open one here is such a leftover."""
+        self._end_interrupted()
+        self._conn.execute(sql)
+
+    def _end_interrupted(self) -> None:
+        if self._conn.in_transaction and not self._in_write:
+            self._conn.execute("ROLLBACK")
 
     def _rollback(self) -> None:
         """Ends the open transaction, if an error has not already ended it."""
@@ -273,6 +290,7 @@ class PythonEngine:
 
     def forget(self, tenant: str, record_id: str) -> bool:
         with _sqlite_errors("forget", writing=True):
+            self._end_interrupted()
             cursor = self._conn.execute(schema.FORGET_SQL, _numbered((tenant, record_id)))
         return cursor.rowcount > 0
 
@@ -297,13 +315,14 @@ class PythonEngine:
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Reads inside the block see one consistent state of the database."""
-        with _sqlite_errors("reading the history"):
-            self._conn.execute("BEGIN")
-        try:
+        try:  # BEGIN inside: an interrupt just after it still ends the read
+            with _sqlite_errors("reading the history"):
+                self._begin("BEGIN")
             yield
         finally:
             with _sqlite_errors("reading the history"):
-                self._conn.execute("COMMIT")
+                if self._conn.in_transaction:
+                    self._conn.execute("COMMIT")
 
     def candidates(self, tenant: str, revision: str, now: int) -> list[Candidate]:
         with _sqlite_errors("retrieve"):

@@ -1,0 +1,102 @@
+"""A call interrupted between its BEGIN and its own error handling (a KeyboardInterrupt from
+a signal handler, at any bytecode) leaves no transaction open: later writes are committed,
+not quietly added to a transaction that close() rolls back."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyevidence import EvidenceStore
+
+
+def _put(store: EvidenceStore, record_id: str) -> None:
+    store.put(tenant="t", record_id=record_id, revision="v", kind="runbook", body="queue lag",
+              source="s", expires_at=100)  # fmt: skip
+
+
+def _seen_by_another_connection(path: Path) -> set[str]:
+    with closing(sqlite3.connect(path, timeout=0.5)) as conn:
+        return {row[0] for row in conn.execute("SELECT record_id FROM evidence_current")}
+
+
+def _open_behind_its_back(store: EvidenceStore, sql: str) -> None:
+    """The transaction an interrupted call left: BEGIN ran, its try did not."""
+    engine: Any = store._engine  # the state an interrupt leaves is internal
+    if hasattr(engine, "_conn"):
+        engine._conn.execute(sql)
+    else:
+        engine._script(sql + ";")
+
+
+@pytest.fixture
+def store(engine: str, tmp_path: Path) -> Iterator[EvidenceStore]:
+    with EvidenceStore(tmp_path / "s.db", engine=engine) as opened:
+        _put(opened, "before")
+        yield opened
+
+
+@pytest.mark.parametrize("left_open", ["BEGIN IMMEDIATE", "BEGIN"])
+@pytest.mark.parametrize("call", ["put", "put_many", "forget", "verify", "reindex"])
+def test_a_transaction_an_interrupted_call_left_open_is_not_joined(
+    store: EvidenceStore, tmp_path: Path, left_open: str, call: str
+) -> None:
+    """The audit's case: after such an interrupt, put returned, no other connection saw the
+    record, other writers were locked out, and close() rolled the acknowledged put back."""
+    _open_behind_its_back(store, left_open)
+    if call == "put":
+        _put(store, "after")
+    elif call == "put_many":
+        store.put_many([dict(tenant="t", record_id="after", revision="v", kind="runbook", body="b",
+                             source="s", expires_at=100)])  # fmt: skip
+    elif call == "forget":
+        assert store.forget(tenant="t", record_id="before") is True
+    elif call == "verify":
+        assert store.verify(tenant="t").ok
+    else:
+        store.reindex()
+    expected = {"before", "after"} if call.startswith("put") else set() if call == "forget" else {"before"}
+    assert _seen_by_another_connection(tmp_path / "s.db") == expected
+    _put(store, "last")  # and another writer is not locked out
+    with closing(sqlite3.connect(tmp_path / "s.db", timeout=0.5)) as other:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+
+
+@pytest.mark.parametrize("call", ["put", "put_many", "verify"])
+def test_an_interrupt_just_after_begin_rolls_back_at_once(
+    store: EvidenceStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str, engine: str
+) -> None:
+    engine_name = engine
+    engine: Any = store._engine
+    begin = engine._begin
+
+    def interrupted(*args: Any) -> None:
+        begin(*args)
+        raise KeyboardInterrupt  # as a signal handler's, the moment BEGIN returned
+
+    monkeypatch.setattr(engine, "_begin", interrupted)
+    if call == "put" and engine_name == "native":
+        # one C call that begins and commits its own transaction: no Python runs in between
+        _put(store, "whole")
+        assert _seen_by_another_connection(tmp_path / "s.db") == {"before", "whole"}
+        return
+    with pytest.raises(KeyboardInterrupt):
+        if call == "put":
+            _put(store, "lost")
+        elif call == "put_many":
+            store.put_many([dict(tenant="t", record_id="lost", revision="v", kind="runbook", body="b",
+                                 source="s", expires_at=100)])  # fmt: skip
+        else:
+            store.verify(tenant="t")
+    monkeypatch.undo()
+    with closing(sqlite3.connect(tmp_path / "s.db", timeout=0.5)) as other:
+        other.execute("BEGIN IMMEDIATE")  # no transaction of the store holds the lock
+        other.execute("ROLLBACK")
+    _put(store, "after")
+    assert _seen_by_another_connection(tmp_path / "s.db") == {"before", "after"}
