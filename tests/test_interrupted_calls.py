@@ -72,16 +72,15 @@ def test_a_transaction_an_interrupted_call_left_open_is_not_joined(
 def test_an_interrupt_just_after_begin_rolls_back_at_once(
     store: EvidenceStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str, engine: str
 ) -> None:
-    engine_name = engine
-    engine: Any = store._engine
-    begin = engine._begin
+    inner: Any = store._engine
+    begin = inner._begin
 
     def interrupted(*args: Any) -> None:
         begin(*args)
         raise KeyboardInterrupt  # as a signal handler's, the moment BEGIN returned
 
-    monkeypatch.setattr(engine, "_begin", interrupted)
-    if call == "put" and engine_name == "native":
+    monkeypatch.setattr(inner, "_begin", interrupted)
+    if call == "put" and engine == "native":
         # one C call that begins and commits its own transaction: no Python runs in between
         _put(store, "whole")
         assert _seen_by_another_connection(tmp_path / "s.db") == {"before", "whole"}
@@ -100,3 +99,34 @@ def test_an_interrupt_just_after_begin_rolls_back_at_once(
         other.execute("ROLLBACK")
     _put(store, "after")
     assert _seen_by_another_connection(tmp_path / "s.db") == {"before", "after"}
+
+
+def test_a_remote_request_interrupted_as_it_starts_does_not_hold_up_forget() -> None:
+    """The audit's hang: an interrupt as the gate released the store's lock, after it had
+    counted the request and before the try that ends it, left the request counted for
+    ever, and every later forget waited for it."""
+    import threading
+    from collections.abc import Callable, Sequence
+    from contextlib import contextmanager
+
+    from pyevidence.ranking.send_gate import Requests, StoreGate
+
+    lock = threading.Lock()
+    requests = Requests(lock)
+
+    @contextmanager
+    def locked() -> Iterator[Callable[[Sequence[Any]], list[Any]]]:
+        with lock:
+            yield list
+        raise KeyboardInterrupt  # a signal handler's, the moment the lock is released
+
+    with pytest.raises(KeyboardInterrupt), StoreGate(locked, requests).sending([]):
+        pass
+    erased = threading.Event()
+
+    def forget() -> None:
+        with lock, requests.erasing():
+            erased.set()
+
+    threading.Thread(target=forget, daemon=True).start()
+    assert erased.wait(timeout=5), "forget waited for a request that had ended"

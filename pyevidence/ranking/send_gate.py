@@ -53,7 +53,9 @@ class Requests:
     def __init__(self, store_lock: threading.Lock) -> None:
         self._lock = store_lock
         self._changed = threading.Condition(store_lock)
-        self._in_flight = 0
+        # One token per request in flight: a request an interrupt ends at any point is
+        # removed by its own token, never counted twice nor left counted.
+        self._in_flight: set[object] = set()
         self._erasing = 0
 
     @contextmanager
@@ -62,24 +64,22 @@ class Requests:
         ones from starting until the block ends."""
         self._erasing += 1
         try:
-            self._changed.wait_for(lambda: self._in_flight == 0)
+            self._changed.wait_for(lambda: not self._in_flight)
             yield
         finally:
             self._erasing -= 1
             self._changed.notify_all()
 
-    def begin(self) -> None:
-        """Counts a request as in flight, once no erasure is waiting or running."""
+    def begin(self, token: object) -> None:
+        """Counts the request ``token`` as in flight, once no erasure is waiting or running."""
         self._changed.wait_for(lambda: self._erasing == 0)
-        self._in_flight += 1
+        self._in_flight.add(token)
 
-    def end(self) -> None:
+    def end(self, token: object) -> None:
+        """The request ``token`` is no longer in flight (whether or not begin() counted it)."""
         with self._lock:
-            self.end_locked()
-
-    def end_locked(self) -> None:
-        self._in_flight -= 1
-        self._changed.notify_all()
+            self._in_flight.discard(token)
+            self._changed.notify_all()
 
 
 class StoreGate:
@@ -94,17 +94,14 @@ class StoreGate:
 
     @contextmanager
     def sending(self, batch: Sequence[Candidate]) -> Iterator[list[Candidate]]:
-        with self._locked() as still_current:
-            self._requests.begin()  # may wait for a forget, which then happens before the check
-            try:
+        token = object()
+        try:  # one try from the count to its end: an interrupt anywhere between ends it too
+            with self._locked() as still_current:
+                self._requests.begin(token)  # may wait for a forget, which then happens before the check
                 allowed = still_current(batch)
-            except BaseException:
-                self._requests.end_locked()
-                raise
-        try:
             yield allowed
         finally:
-            self._requests.end()
+            self._requests.end(token)
 
     def current(self, candidates: Sequence[Candidate]) -> list[Candidate]:
         with self._locked() as still_current:
