@@ -130,3 +130,32 @@ def test_a_remote_request_interrupted_as_it_starts_does_not_hold_up_forget() -> 
 
     threading.Thread(target=forget, daemon=True).start()
     assert erased.wait(timeout=5), "forget waited for a request that had ended"
+
+
+def test_ctrl_c_inside_a_sql_function_of_the_python_engine_is_still_ctrl_c(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sqlite3 reports a KeyboardInterrupt raised in a function SQLite called as "user-defined
+    function raised exception": Ctrl-C became a StoreError, which a caller (the CLI) catches
+    and goes on after. The token index's upsert calls evidence_docset_union once a docset of
+    more than 255 documents grows."""
+    from pyevidence.storage.index import docsets
+
+    real = docsets.union
+    calls: list[int] = []
+
+    def union(a: bytes | None, b: bytes | None) -> bytes:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # a signal handler's, while SQLite ran the function
+        return real(a, b)
+
+    monkeypatch.setattr(docsets, "union", union)  # before the store registers it
+    with EvidenceStore(tmp_path / "s.db", engine="python") as store:
+        store.put_many([dict(tenant="t", record_id=f"r{i}", revision="v", kind="runbook", body="queue lag",
+                             source="s", expires_at=100) for i in range(300)])  # fmt: skip
+        with pytest.raises(KeyboardInterrupt):
+            _put(store, "interrupted")
+        assert calls == [1]
+        _put(store, "after")  # the interrupted put was rolled back; the store goes on
+        assert store.retrieve(tenant="t", revision="v", query="queue", now=1).eligible_count == 301

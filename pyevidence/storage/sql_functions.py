@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any
 
 from ..core.hashing import sha256_fields
 from ..core.tokens import token_set
@@ -59,15 +62,39 @@ def hash_bytes(value: object) -> bytes | None:
 _LOWER_HEX = re.compile("[0-9a-f]{64}")
 
 
-def register(conn: sqlite3.Connection) -> None:
+# sqlite3 reports any exception a function raises as "user-defined function raised
+# exception", a KeyboardInterrupt too: Ctrl-C during a statement would become an error the
+# caller goes on after. A function registered with relay_interrupts notes such an exception
+# here (SQLite calls it in the caller's thread), and the Python engine raises it again in
+# place of sqlite3's error (python_engine._sqlite_errors).
+interrupted = threading.local()
+
+
+def relaying(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` as SQL calls it, noting a KeyboardInterrupt or SystemExit in ``interrupted``."""
+
+    def call(*args: Any) -> Any:
+        try:
+            return function(*args)
+        except Exception:
+            raise
+        except BaseException as exc:
+            interrupted.exc = exc
+            raise
+
+    return call
+
+
+def register(conn: sqlite3.Connection, *, relay_interrupts: bool = False) -> None:
     """Registers evidence_sha256(), evidence_hash_bytes(), evidence_utf8_valid(),
     evidence_writer_vouches(), and the token index's evidence_token_list() and
     evidence_docset_*() on a stdlib connection."""
-    conn.create_function("evidence_sha256", -1, sha256_fields, deterministic=True)
-    conn.create_function("evidence_hash_bytes", 1, hash_bytes, deterministic=True)
-    conn.create_function("evidence_utf8_valid", 1, utf8_valid, deterministic=True)
-    conn.create_function("evidence_writer_vouches", 0, not_vouching)
-    conn.create_function("evidence_token_list", 1, token_list, deterministic=True)
-    conn.create_function("evidence_docset_with", 2, docsets.with_doc, deterministic=True)
-    conn.create_function("evidence_docset_without", 2, docsets.without_doc, deterministic=True)
-    conn.create_function("evidence_docset_union", 2, docsets.union, deterministic=True)
+    wrap = relaying if relay_interrupts else (lambda function: function)
+    conn.create_function("evidence_sha256", -1, wrap(sha256_fields), deterministic=True)
+    conn.create_function("evidence_hash_bytes", 1, wrap(hash_bytes), deterministic=True)
+    conn.create_function("evidence_utf8_valid", 1, wrap(utf8_valid), deterministic=True)
+    conn.create_function("evidence_writer_vouches", 0, wrap(not_vouching))
+    conn.create_function("evidence_token_list", 1, wrap(token_list), deterministic=True)
+    conn.create_function("evidence_docset_with", 2, wrap(docsets.with_doc), deterministic=True)
+    conn.create_function("evidence_docset_without", 2, wrap(docsets.without_doc), deterministic=True)
+    conn.create_function("evidence_docset_union", 2, wrap(docsets.union), deterministic=True)

@@ -55,11 +55,12 @@ class PythonEngine:
             self._conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, uri=read_only)
         # The triggers of schema.sql hash every version with evidence_sha256() and check
         # text with evidence_utf8_valid().
-        sql_functions.register(self._conn)
+        sql_functions.register(self._conn, relay_interrupts=True)
         # 1 while _write's own statements run: the triggers that would recompute its
         # rows step aside (schema.sql); 0 otherwise, as on any raw-SQL connection.
         self._vouching = False
-        self._conn.create_function("evidence_writer_vouches", 0, lambda: int(self._vouching))
+        vouches = sql_functions.relaying(lambda: int(self._vouching))
+        self._conn.create_function("evidence_writer_vouches", 0, vouches)
         self._in_write = False  # inside write_transaction(): writes join its transaction
         try:
             with _opening_errors(where, read_only):
@@ -393,10 +394,17 @@ def scored_by_distance(rows: Sequence[Sequence[Any]], query: Vector) -> list[Sco
 
 @contextmanager
 def _sqlite_errors(doing: str, *, writing: bool = False, during: str = "") -> Iterator[None]:
-    """Turns sqlite3's exceptions into pyevidence's, the same mapping as the native engine."""
+    """Turns sqlite3's exceptions into pyevidence's, the same mapping as the native engine;
+    one that stands for a KeyboardInterrupt (or SystemExit) raised inside a SQL function is
+    that exception again (sql_functions.interrupted)."""
+    sql_functions.interrupted.exc = None
     try:
         yield
     except sqlite3.Error as exc:
+        relayed: BaseException | None = getattr(sql_functions.interrupted, "exc", None)
+        if relayed is not None:
+            sql_functions.interrupted.exc = None
+            raise relayed from None
         undecodable = _NOT_UTF8.match(str(exc))
         if undecodable:  # the native engine's words for it (not_utf8), whatever the call was doing
             raise StoreError(not_utf8(f"column {undecodable.group(1)!r}")) from None
