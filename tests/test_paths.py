@@ -561,3 +561,27 @@ def test_the_command_line_gives_command_line_advice_for_a_file_it_cannot_write(s
         "(retrieve, history, get-version, verify, check and export read it as it is)"
     )
     assert done.stdout.splitlines() == [advice] * 4
+
+
+def test_an_open_out_of_file_descriptors_says_so(tmp_path: Path, engine: str) -> None:
+    """It said only "unable to open database file"."""
+    engine_name = engine
+    path = tmp_path / "s.db"
+    EvidenceStore(path, engine=engine_name).close()
+    script = textwrap.dedent(f"""
+        import resource
+        from pyevidence import EvidenceStore
+        resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))
+        held = []
+        try:
+            while True:
+                held.append(open("/dev/null"))
+        except OSError:
+            held.pop().close()  # one left: the store's file opens, its -wal does not
+        try:
+            EvidenceStore({str(path)!r}, engine={engine_name!r})
+        except Exception as exc:
+            print(exc)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert "too many open files" in done.stdout and "ulimit -n" in done.stdout, done.stdout + done.stderr

@@ -27,6 +27,7 @@ cannot create them.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import stat
@@ -240,6 +241,11 @@ def open_failure_hint(code: int, where: DatabasePath, *, read_only: bool) -> str
     an empty string when there is nothing more useful to say than SQLite's message."""
     if where.in_memory:
         return ""
+    if code & 0xFF == SQLITE_CANTOPEN and _out_of_file_descriptors():
+        return (
+            "; this process has as many files open as it may (too many open files): close the "
+            "stores and files it no longer uses, or raise its limit (ulimit -n)"
+        )
     real = os.path.realpath(where.target)  # SQLite keeps -wal and -shm beside the file a symlink names
     directory = os.path.dirname(real)
     sidecars = (
@@ -278,6 +284,15 @@ def open_failure_hint(code: int, where: DatabasePath, *, read_only: bool) -> str
             f"{' '.join(blocked)}, as their owner)"
         )
     return ""
+
+
+def _out_of_file_descriptors() -> bool:
+    """Whether this process can open no more files (EMFILE) or the system none (ENFILE)."""
+    try:
+        os.close(os.open(os.devnull, os.O_RDONLY))
+    except OSError as exc:
+        return exc.errno in (errno.EMFILE, errno.ENFILE)
+    return False
 
 
 def _sidecars_missing(where: DatabasePath) -> bool:
