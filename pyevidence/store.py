@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 import time
 import warnings
@@ -11,6 +12,7 @@ from contextlib import contextmanager, nullcontext
 from types import TracebackType
 from typing import Any, TypeVar
 
+from . import forks
 from .core import validation
 from .core.errors import (
     EngineFallbackWarning,
@@ -132,7 +134,8 @@ class EvidenceStore:
     (docs/token-index.md) and by ``reindex()``. A store may be shared between threads: calls on one store are
     serialised by a lock. Use it as a context manager or call ``close()``; a store
     collected unclosed closes its connection then, with a ResourceWarning, as
-    sqlite3 does.
+    sqlite3 does. A store does not cross a fork: in a forked child every call on it
+    raises StoreError, and so does opening its file there (pyevidence/forks.py).
     """
 
     def __init__(
@@ -146,6 +149,7 @@ class EvidenceStore:
         progress: Progress | None = None,
     ) -> None:
         self._closed = True  # until the engine is open: nothing for __del__ to close
+        self._inherited_from: int | None = None  # set in a forked child (forks.py): every call refused
         shown, target = paths.checked_name(path)
         if not isinstance(limits, Limits):
             raise ValidationError("limits", f"must be a pyevidence.Limits, got {type(limits).__name__}")
@@ -157,6 +161,9 @@ class EvidenceStore:
                 "embedder", f"must be a pyevidence.Embedder or None, got {type(embedder).__name__}"
             )
         validation.callback("progress", progress, "(done, total)")
+        on_file = target != paths.MEMORY and engine != "cluster" and not paths.is_cluster_url(path)
+        if on_file:
+            forks.refuse_held(shown, target)
         self._limits = limits
         self._progress = progress
         self._read_only = read_only
@@ -165,7 +172,17 @@ class EvidenceStore:
         self._lock = threading.Lock()
         self._lock_holder: int | None = None  # the thread holding _lock, to name a re-entry
         self._remote_requests = Requests(self._lock)  # a remote ranking's: forget waits for them
-        self._engine = _open_engine(path, engine, read_only, progress)
+        self._pid = os.getpid()
+        self._target = target if on_file else None
+        self._file: forks.FileId | None = None
+        forks.track(self)  # before the connection opens: a fork from now on leaves it here
+        try:
+            self._engine = _open_engine(path, engine, read_only, progress)
+        except BaseException:
+            forks.untrack(self)
+            raise
+        if self._target is not None:
+            self._file = forks.file_id(self._target)
         self._closed = False
         self._erasure_pending = False  # a forget's text may still be in the WAL
 
@@ -204,6 +221,7 @@ class EvidenceStore:
         the embedder's vector of ``body``. Without one, the record has no vector (a
         vector of an earlier version never outlives it).
         """
+        self._usable()
         record = validation.record(
             tenant=tenant,
             record_id=record_id,
@@ -235,6 +253,7 @@ class EvidenceStore:
         With the store's ``embedder``, vectors are stored as put() does; ``embeddings``
         (one per record, None: let the embedder compute it) passes them in.
         """
+        self._usable()
         checked = validation.records(records, self._limits)
         self._writable("put_many")
         given = embedding_list(embeddings, len(checked))
@@ -273,6 +292,7 @@ class EvidenceStore:
         scores every eligible record. Both return the same hits, scores, order and
         eligible_count. A custom ``scorer`` takes no method (ValidationError).
         """
+        self._usable()
         tenant, revision, now = validation.scope(
             tenant=tenant, revision=revision, now=now, limits=self._limits
         )
@@ -318,6 +338,7 @@ class EvidenceStore:
         SQL; ...``. Comments and semicolons after the statement are fine; a second
         statement is refused. Needs the native engine.
         """
+        self._usable()
         sql = validation.text("sql", sql, allow_empty=True)
         values = validation.sql_params(params)
         with self._engine_locked() as engine:
@@ -333,6 +354,7 @@ class EvidenceStore:
         """Forget record ``record_id`` of ``tenant`` only: its current row goes, and the
         content of every stored version of it is erased; the history keeps their hashes
         and a tombstone, so verify still holds. True when there was a record to forget."""
+        self._usable()
         tenant, record_id = validation.record_key(tenant=tenant, record_id=record_id, limits=self._limits)
         self._writable("forget")
         with self._engine_locked(erasing=True) as engine:
@@ -347,6 +369,7 @@ class EvidenceStore:
         (python-api.md, "What forget keeps") is tried again here, at once and then every
         0.2 s until ``timeout`` seconds (0 to 3600) have passed. No other connection's writer
         waits for it; this store's other threads do, as for any of its calls."""
+        self._usable()
         if type(timeout) not in (int, float) or not 0 <= timeout <= _MAX_ERASURE_WAIT:
             reason = f"must be a number of seconds from 0 to 3600, got {shown(timeout)}"
             raise ValidationError("timeout", reason)
@@ -396,6 +419,7 @@ class EvidenceStore:
         """Every version of record ``record_id`` of ``tenant``, oldest first: one per
         put, plus a tombstone per forget (forgotten versions keep their hashes only).
         Empty when the tenant never stored that record."""
+        self._usable()
         tenant, record_id = validation.record_key(tenant=tenant, record_id=record_id, limits=self._limits)
         with self._engine_locked() as engine:
             return versions.history(engine, tenant, record_id)
@@ -405,6 +429,7 @@ class EvidenceStore:
         record ``record_id`` of ``tenant``. ``status`` is "found" with exactly the cited
         body and fields, "forgotten" (the record was forgotten since: hashes only), or
         "unknown" (this tenant never stored that version of that record)."""
+        self._usable()
         tenant, record_id = validation.record_key(tenant=tenant, record_id=record_id, limits=self._limits)
         seq, digest = validation.version(version)
         with self._engine_locked() as engine:
@@ -414,6 +439,7 @@ class EvidenceStore:
         """Recomputes the hash chain of ``tenant``'s versions and checks the current
         records against it, in one snapshot. ``ok`` is False and ``broken`` names the
         first broken link when a version was edited, removed or erased outside forget."""
+        self._usable()
         tenant = validation.tenant(tenant, self._limits)
         with self._engine_locked() as engine, engine.snapshot():
             return versions.verify(engine, tenant)
@@ -423,6 +449,7 @@ class EvidenceStore:
         (docs/token-index.md): the fix for a failed ``check_index()``. Other writers wait
         for it; readers keep reading the old index until it commits. The store's
         ``progress`` function, if any, is told how far it has got."""
+        self._usable()
         self._writable("reindex")
         with self._engine_locked() as engine:
             return engine.reindex(self._progress)  # type: ignore[no-any-return]
@@ -432,6 +459,7 @@ class EvidenceStore:
         answers every query as a rebuild would; otherwise ``problems`` names what
         differs, and ``reindex()`` repairs it. Reads every current row: slow on a large
         store, and meant for checks, not for every open."""
+        self._usable()
         with self._engine_locked() as engine, engine.snapshot():
             return index_check.check(engine.select)
 
@@ -443,6 +471,7 @@ class EvidenceStore:
         URI) and must not exist: it is created exclusively (O_EXCL), so a backup never
         overwrites a file, not even one that appears while it runs; ValidationError if
         it exists. If the copy fails, the new file is removed again."""
+        self._usable()
         with self._engine_locked() as engine, paths.new_file(dest) as target:
             engine.backup(target)
 
@@ -452,9 +481,16 @@ class EvidenceStore:
         Make it where the caller's authenticated identity is known, and give only
         the handle to code that acts on model output (see pyevidence.tool).
         """
+        self._usable()
         return ScopedStore(self, tenant)
 
     def close(self) -> None:
+        """Closes the connection. In a forked child, on a store the parent opened, it only marks
+        the store closed here and returns: the connection is the parent's, and is never touched
+        (pyevidence/forks.py); a ``with`` block the fork left open unwinds without an error."""
+        if self._inherited_from is not None:  # before the lock, which a thread gone may hold
+            self._closed = True
+            return
         if self._lock_holder == threading.get_ident():
             raise StoreError("this EvidenceStore cannot be closed from a progress callback of its own")
         with self._lock:
@@ -463,10 +499,12 @@ class EvidenceStore:
                 if self._erasure_pending:  # a reader kept a forget's text in the WAL
                     self._erase_from_journal(self._engine, pauses=(0.0,))
                 self._engine.close()
+                forks.untrack(self)
 
     def __del__(self, _warn: Any = warnings.warn) -> None:
         # As sqlite3 does for a connection: release what an unclosed store holds, and say so.
-        if not getattr(self, "_closed", True):
+        # Never a store inherited by a fork (forks.py keeps those alive; this is a second guard).
+        if not getattr(self, "_closed", True) and getattr(self, "_inherited_from", None) is None:
             self._closed = True
             _warn(f"unclosed EvidenceStore on {self._shown!r}; call close()", ResourceWarning, source=self)
             self._engine.close()
@@ -507,6 +545,12 @@ class EvidenceStore:
             return self._embedder.vector(record.body, field)
         return vector(self._embedder.model, embedding, field)
 
+    def _usable(self) -> None:
+        """Refuses at once, before the lock is taken, every call on a store this process
+        inherited by a fork (pyevidence/forks.py): one attribute test."""
+        if self._inherited_from is not None:
+            raise forks.inherited(self._shown, self._inherited_from)
+
     def _writable(self, operation: str) -> None:
         if self._read_only:
             raise StoreError(f"{operation} refused: this store was opened read-only (read_only=True)")
@@ -517,6 +561,7 @@ class EvidenceStore:
         (forget) first waits for the requests a remote ranking has in flight, with the lock
         released meanwhile, so that none of them carries text forget erases
         (ranking/send_gate.py)."""
+        self._usable()  # a store inherited by a fork: refused before the lock
         if self._lock_holder == threading.get_ident():
             # A progress callback (or other code called while the lock is held) using the
             # store would wait for itself for ever.
@@ -639,6 +684,7 @@ class ScopedStore:
         ValidationError (field "record_id"), nothing written, when the record's current
         version belongs to another revision. The check and the put are one transaction.
         Returns the version stored."""
+        self._store._usable()
         record = self._store_record(record_id, revision, kind, body, source, expires_at)
         vector = self._store._vector_of(record, None, "embedding")
 
@@ -655,6 +701,7 @@ class ScopedStore:
         ValidationError (field "record_id"), nothing erased, when any version of the
         record that still has its content belongs to another revision, since forget
         erases them all. The check and the forget are one transaction."""
+        self._store._usable()
         tenant, record_id = validation.record_key(
             tenant=self._tenant, record_id=record_id, limits=self._store._limits
         )
