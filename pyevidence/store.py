@@ -574,6 +574,9 @@ class EvidenceStore:
                 raise StoreError("this EvidenceStore is closed")
             self._lock_holder = threading.get_ident()
             try:
+                end_interrupted = getattr(self._engine, "end_interrupted", None)
+                if end_interrupted is not None:  # what an interrupt of an earlier call left
+                    end_interrupted()
                 yield self._engine
             finally:
                 self._lock_holder = None

@@ -394,6 +394,31 @@ def test_put_retrieve_forget_verify(cluster: Cluster) -> None:
         assert store.retrieve(tenant="team-b", revision="v1", query="queue", now=1).hits == ()
 
 
+def test_an_interrupt_just_after_begin_leaves_no_transaction_on_the_leader(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A KeyboardInterrupt right after a write's BEGIN IMMEDIATE left it open on the leader
+    connection: the next write failed with 'cannot start a transaction within a transaction'."""
+    url = cluster.url()
+    with EvidenceStore(url) as store:
+        engine: Any = store._engine
+        execute = engine._execute
+
+        def interrupted(sql: str, params: Any = ()) -> Any:
+            done = execute(sql, params)
+            if sql == "BEGIN IMMEDIATE":
+                monkeypatch.setattr(engine, "_execute", execute)  # once
+                raise KeyboardInterrupt
+            return done
+
+        monkeypatch.setattr(engine, "_execute", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            store.put(**record(1))
+        assert store.put_many([record(2)]) == 1
+    with EvidenceStore(url) as other:
+        assert other.retrieve(tenant="team-a", revision="v1", query="queue", now=1).eligible_count == 1
+
+
 def test_the_leader_killed_the_data_and_the_functions_survive(cluster: Cluster) -> None:
     """kill -9 the leader: a new one is elected, every acknowledged write is there, on
     every node, and calls go on (ranking with token_overlap, puts hashed by the triggers)."""

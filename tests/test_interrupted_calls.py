@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pyevidence import EvidenceStore
+from pyevidence.storage.engines.python_engine import CAN_WRITE_UNCHECKED
 
 
 def _put(store: EvidenceStore, record_id: str) -> None:
@@ -159,3 +160,139 @@ def test_ctrl_c_inside_a_sql_function_of_the_python_engine_is_still_ctrl_c(
         assert calls == [1]
         _put(store, "after")  # the interrupted put was rolled back; the store goes on
         assert store.retrieve(tenant="t", revision="v", query="queue", now=1).eligible_count == 301
+
+
+def _frozen_read_left_open(store: EvidenceStore) -> None:
+    """A read transaction an interrupt left open, its snapshot taken (the review's case: a
+    Ctrl-C in snapshot()'s cleanup, before its COMMIT)."""
+    engine: Any = store._engine
+    if hasattr(engine, "_conn"):
+        engine._conn.execute("BEGIN")
+        engine._conn.execute("SELECT count(*) FROM evidence_current").fetchone()
+    else:
+        engine._script("BEGIN; SELECT count(*) FROM evidence_current;")
+
+
+@pytest.mark.parametrize("call", ["retrieve", "history", "get_version"])
+def test_a_read_left_open_does_not_freeze_what_later_reads_see(
+    store: EvidenceStore, engine: str, tmp_path: Path, call: str
+) -> None:
+    """Reads ran inside the transaction an interrupt had left: they went on seeing the store
+    as it was, and another connection's checkpoint (forget's erasure) could not run."""
+    _frozen_read_left_open(store)
+    with EvidenceStore(tmp_path / "s.db", engine=engine) as other:
+        _put(other, "new")
+    if call == "retrieve":
+        assert store.retrieve(tenant="t", revision="v", query="queue", now=1).eligible_count == 2
+    elif call == "history":
+        assert len(store.history(tenant="t", record_id="new")) == 1
+    else:
+        cited = store.history(tenant="t", record_id="new")[0].version
+        assert store.get_version(tenant="t", record_id="new", version=cited).status == "found"
+    with closing(sqlite3.connect(tmp_path / "s.db")) as conn:
+        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    assert busy == 0  # no snapshot of this store's holds the log
+
+
+@pytest.mark.skipif(
+    not CAN_WRITE_UNCHECKED, reason="this Python's sqlite3 cannot turn triggers off (setconfig, 3.12+)"
+)
+def test_a_schema_check_left_off_by_an_interrupt_is_on_again_for_the_next_write(tmp_path: Path) -> None:
+    """An unchecked batch of the Python engine turns the schema's triggers and CHECKs off
+    and back on in a finally; a second interrupt there left them off for later writes."""
+    with EvidenceStore(tmp_path / "s.db", engine="python") as store:
+        inner: Any = store._engine
+        inner._schema_checks(on=False)  # what the interrupted finally left
+        _put(store, "after")
+        assert inner._conn.execute("PRAGMA ignore_check_constraints").fetchone()[0] == 0
+        assert not inner._checks_off
+
+
+def test_nested_transactions_of_an_engine_are_one(engine: str, tmp_path: Path) -> None:
+    """A snapshot or a write transaction inside a write transaction is part of it: no COMMIT
+    of half the outer one, no rollback of it."""
+    with EvidenceStore(tmp_path / "s.db", engine=engine) as store:
+        inner: Any = store._engine
+        from pyevidence.core.records import Record
+
+        record = Record(tenant="t", record_id="a", revision="v", kind="runbook", body="b", source="s",
+                        expires_at=100)  # fmt: skip
+        with pytest.raises(RuntimeError), inner.write_transaction("test"):
+            inner.put(record)
+            with inner.snapshot():
+                pass
+            with inner.write_transaction("inner"):
+                inner.put(record._replace(record_id="b") if hasattr(record, "_replace") else record)
+            raise RuntimeError("the outer block fails: nothing of it stays")
+        assert _seen_by_another_connection(tmp_path / "s.db") == set()
+
+
+def test_ctrl_c_during_an_upgrade_is_still_ctrl_c(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The upgrade at open ran the Python engine's SQL functions outside the relay: Ctrl-C
+    came out as "could not be upgraded ... user-defined function raised exception"."""
+    import shutil
+
+    from pyevidence.storage import sql_functions
+
+    real = sql_functions.sha256_fields
+    calls: list[int] = []
+
+    def interrupted_once(*fields: Any) -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(*fields)
+
+    monkeypatch.setattr(sql_functions, "sha256_fields", interrupted_once)
+    path = tmp_path / "old.db"
+    shutil.copy(Path(__file__).parent / "fixtures" / "v1_store.db", path)
+    kept = path.read_bytes()
+    with pytest.raises(KeyboardInterrupt):
+        EvidenceStore(path, engine="python")
+    assert calls == [1] and path.read_bytes() == kept
+
+
+def test_a_request_interrupted_while_it_waits_to_end_does_not_hold_up_forget() -> None:
+    """The review's hang: end() waited for the store's lock (held by a long reindex) before
+    it removed the request, and Ctrl-C during that wait left the request counted for ever."""
+    import threading
+
+    from pyevidence.ranking.send_gate import Requests
+
+    class InterruptedLock:
+        """The store's lock; the next wait for it is interrupted, as by Ctrl-C."""
+
+        def __init__(self) -> None:
+            self._lock = threading.Lock()
+            self.interrupt_next = False
+
+        def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+            if self.interrupt_next:
+                self.interrupt_next = False
+                raise KeyboardInterrupt
+            return self._lock.acquire(blocking, timeout)
+
+        def release(self) -> None:
+            self._lock.release()
+
+        __enter__ = acquire
+
+        def __exit__(self, *exc: object) -> None:
+            self.release()
+
+    lock = InterruptedLock()
+    requests = Requests(lock)  # type: ignore[arg-type]
+    token = object()
+    with lock:
+        requests.begin(token)
+    lock.interrupt_next = True
+    with pytest.raises(KeyboardInterrupt):
+        requests.end(token)
+    erased = threading.Event()
+
+    def forget() -> None:
+        with lock, requests.erasing():
+            erased.set()
+
+    threading.Thread(target=forget, daemon=True).start()
+    assert erased.wait(timeout=5), "forget waited for a request that had ended"

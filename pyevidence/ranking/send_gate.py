@@ -64,7 +64,8 @@ class Requests:
         ones from starting until the block ends."""
         self._erasing += 1
         try:
-            self._changed.wait_for(lambda: not self._in_flight)
+            while not self._changed.wait_for(lambda: not self._in_flight, timeout=0.1):
+                pass  # looks again: a request may have ended without the notify
             yield
         finally:
             self._erasing -= 1
@@ -76,9 +77,11 @@ class Requests:
         self._in_flight.add(token)
 
     def end(self, token: object) -> None:
-        """The request ``token`` is no longer in flight (whether or not begin() counted it)."""
+        """The request ``token`` is no longer in flight (whether or not begin() counted it).
+        It goes before the lock is waited for, which an interrupt can end: an erasure waiting
+        sees it gone at its next look (erasing() looks every 0.1 s) even if no one notifies."""
+        self._in_flight.discard(token)  # one operation under the GIL: no lock needed to remove it
         with self._lock:
-            self._in_flight.discard(token)
             self._changed.notify_all()
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..core import validation
 from ..core.errors import NoSchema, SchemaError, StoreError, UpgradeNeeded
-from . import sqlite_file
+from . import sql_functions, sqlite_file
 from .index import rebuild
 
 SCHEMA_VERSION = 13
@@ -436,10 +436,15 @@ def _refuse_text_not_utf8(query: Query, where: str, version: int) -> None:
 
 @contextmanager
 def _upgrade_errors(where: str, version: int, *, building: bool = False) -> Iterator[None]:
-    """A failure of an upgrade step, as a SchemaError saying the file is left as it was."""
+    """A failure of an upgrade step, as a SchemaError saying the file is left as it was (or
+    the KeyboardInterrupt a SQL function of the Python engine met: sql_functions)."""
+    sql_functions.clear_interrupt()
     try:
         yield
     except (StoreError, sqlite3.Error) as exc:  # the native engine raises the one, stdlib the other
+        relayed = sql_functions.take_interrupt()
+        if relayed is not None:
+            raise relayed from None
         if isinstance(exc, SchemaError):
             raise
         steps = (

@@ -85,6 +85,19 @@ def relaying(function: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def clear_interrupt() -> None:
+    """Forgets any interrupt noted before: called as a block of SQL the caller watches begins."""
+    interrupted.exc = None
+
+
+def take_interrupt() -> BaseException | None:
+    """The KeyboardInterrupt or SystemExit a function met since clear_interrupt(), taken: the
+    exception to raise in place of sqlite3's "user-defined function raised exception"."""
+    found: BaseException | None = getattr(interrupted, "exc", None)
+    interrupted.exc = None
+    return found
+
+
 def register(conn: sqlite3.Connection, *, relay_interrupts: bool = False) -> None:
     """Registers evidence_sha256(), evidence_hash_bytes(), evidence_utf8_valid(),
     evidence_writer_vouches(), and the token index's evidence_token_list() and

@@ -370,14 +370,17 @@ class ClusterEngine:
         """Runs the statements in one transaction on the leader; returns their row counts."""
 
         def attempt() -> list[int]:
-            self._execute("BEGIN IMMEDIATE")
-            try:
+            try:  # BEGIN inside: an interrupt just after it still ends the transaction
+                self._execute("BEGIN IMMEDIATE")
                 counts = [self._execute(sql, params).rowcount for sql, params in statements]
             except StoreError:
                 self._rollback()
                 raise
             except _LeaderGone as exc:
                 raise _LeaderGone(str(exc)) from None  # before COMMIT: nothing was committed
+            except BaseException:  # an interrupt: the leader rolls back a connection that closes
+                self._drop()
+                raise
             try:
                 self._execute("COMMIT")
             except _LeaderGone as exc:
@@ -389,6 +392,9 @@ class ClusterEngine:
                 raise
             except StoreError:
                 self._rollback()
+                raise
+            except BaseException:  # interrupted while committing: in doubt, as a lost reply is
+                self._drop()
                 raise
             return counts
 
@@ -466,9 +472,9 @@ class ClusterEngine:
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Reads inside the block see one consistent state of the database."""
-        self._call("reading the history", lambda: self._execute("BEGIN"))
-        self._snapshot = []
-        try:
+        try:  # BEGIN inside: an interrupt just after it still ends the read
+            self._call("reading the history", lambda: self._execute("BEGIN"))
+            self._snapshot = []
             yield
         finally:
             self._snapshot = None
@@ -476,6 +482,9 @@ class ClusterEngine:
                 self._execute("COMMIT")
             except (_LeaderGone, StoreError):
                 self._drop()  # a read transaction has nothing to keep
+            except BaseException:  # an interrupt: the connection goes with its transaction
+                self._drop()
+                raise
 
     def candidates(self, tenant: str, revision: str, now: int) -> list[Candidate]:
         return [Candidate(*row) for row in self._read("retrieve", CANDIDATES_SQL, (tenant, revision, now))]

@@ -51,6 +51,7 @@ class NativeEngine:
         self._store = ffi.gc(handle[0], lib.evidence_store_close)
         self._sqlite_vec = False
         self._in_write = False  # inside write_transaction()
+        self._in_snapshot = False  # inside snapshot()
         # While opening, every failure is reported as a failure to open this file.
         self._opening: str | None = f"opening {where.shown}"
         self._read_only = read_only
@@ -129,7 +130,7 @@ class NativeEngine:
 
     def put(self, record: Record, vector: Vector | None = None) -> None:
         if vector is None:
-            self._end_interrupted()  # the C call's transaction is its own, unless one is open
+            self.end_interrupted()  # the C call's transaction is its own, unless one is open
             self._write([record], "put")
         else:
             self.put_many([record], [vector], operation="put")
@@ -160,7 +161,11 @@ class NativeEngine:
     @contextmanager
     def write_transaction(self, operation: str) -> Iterator[None]:
         """Reads and writes inside the block are one write transaction (BEGIN IMMEDIATE):
-        no other writer comes between them. An exception rolls all of it back."""
+        no other writer comes between them. An exception rolls all of it back. Inside
+        another, it is part of that one."""
+        if self._in_write:
+            yield
+            return
         try:  # BEGIN and COMMIT inside: an interrupt between them and the block rolls back
             self._begin("BEGIN IMMEDIATE;", operation)
             self._in_write = True
@@ -181,11 +186,13 @@ class NativeEngine:
         open (a KeyboardInterrupt between its BEGIN and its try): no call writes into, or
         reads from, a transaction it did not open. Only this engine begins transactions on
         its connection (store.query() is read-only), so an open one here is such a leftover."""
-        self._end_interrupted()
+        self.end_interrupted()
         self._exec(sql, doing)
 
-    def _end_interrupted(self) -> None:
-        if not self._in_write and lib.evidence_store_in_transaction(self._store):
+    def end_interrupted(self) -> None:
+        """A transaction a call interrupted twice (in its own cleanup) left open. EvidenceStore
+        calls it as each call takes the store's lock, when none of the engine's own is open."""
+        if not (self._in_write or self._in_snapshot) and lib.evidence_store_in_transaction(self._store):
             self._rollback()
 
     def _exec(self, sql: str, doing: str) -> None:
@@ -214,7 +221,7 @@ class NativeEngine:
     def forget(self, tenant: str, record_id: str) -> bool:
         t, r = _utf8(tenant), _utf8(record_id)
         deleted = ffi.new("int *")
-        self._end_interrupted()
+        self.end_interrupted()
         self._check(
             lib.evidence_store_forget(self._store, t, len(t), r, len(r), deleted), "forget", writing=True
         )
@@ -242,10 +249,15 @@ class NativeEngine:
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Reads inside the block see one consistent state of the database."""
+        if self._in_write or self._in_snapshot:  # a transaction of this engine's is open: one state
+            yield
+            return
         try:  # BEGIN inside: an interrupt just after it still ends the read
             self._begin("BEGIN;", "reading the history")
+            self._in_snapshot = True
             yield
         finally:
+            self._in_snapshot = False
             if lib.evidence_store_in_transaction(self._store):
                 self._script("COMMIT;")
 

@@ -62,6 +62,8 @@ class PythonEngine:
         vouches = sql_functions.relaying(lambda: int(self._vouching))
         self._conn.create_function("evidence_writer_vouches", 0, vouches)
         self._in_write = False  # inside write_transaction(): writes join its transaction
+        self._in_snapshot = False  # inside snapshot()
+        self._checks_off = False  # schema.sql's checks off for an unchecked batch
         try:
             with _opening_errors(where, read_only):
                 schema.prepare(
@@ -156,7 +158,11 @@ class PythonEngine:
     @contextmanager
     def write_transaction(self, operation: str) -> Iterator[None]:
         """Reads and writes inside the block are one write transaction (BEGIN IMMEDIATE):
-        no other writer comes between them. An exception rolls all of it back."""
+        no other writer comes between them. An exception rolls all of it back. Inside
+        another, it is part of that one."""
+        if self._in_write:
+            yield
+            return
         try:  # BEGIN and COMMIT inside: an interrupt between them and the block rolls back
             with _sqlite_errors(operation, writing=True):
                 self._begin("BEGIN IMMEDIATE")
@@ -175,12 +181,22 @@ class PythonEngine:
         open (a KeyboardInterrupt between its BEGIN and its try): no call writes into, or
         reads from, a transaction it did not open. Only this engine begins transactions on
         its connection (store.query() is read-only), so an open one here is such a leftover."""
-        self._end_interrupted()
+        self.end_interrupted()
         self._conn.execute(sql)
 
-    def _end_interrupted(self) -> None:
-        if self._conn.in_transaction and not self._in_write:
-            self._conn.execute("ROLLBACK")
+    def end_interrupted(self) -> None:
+        """What a call interrupted twice (in its own cleanup) may have left: a transaction
+        open, the schema's checks off for an unchecked batch, the writer's vouching on.
+        EvidenceStore calls it as each call takes the store's lock, when none of the
+        engine's own transactions is open."""
+        if self._in_write or self._in_snapshot:
+            return
+        self._vouching = False
+        with _sqlite_errors("ending what an interrupted call left"):
+            if self._checks_off:
+                self._schema_checks(on=True)
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
 
     def _rollback(self) -> None:
         """Ends the open transaction, if an error has not already ended it."""
@@ -259,8 +275,12 @@ class PythonEngine:
         """Turns schema.sql's triggers and CHECK constraints off or back on for this
         connection (csrc/evidence_batch.c does the same); only if CAN_WRITE_UNCHECKED."""
         assert _SETCONFIG is not None and _ENABLE_TRIGGER is not None
+        if not on:
+            self._checks_off = True  # first: an interrupt from here on is seen by end_interrupted
         _SETCONFIG(self._conn, _ENABLE_TRIGGER, on)
         self._conn.execute(f"PRAGMA ignore_check_constraints = {int(not on)}")
+        if on:
+            self._checks_off = False
 
     def _latest_versions(self, records: list[Record]) -> dict[tuple[str, str], tuple[int, int | None, bool]]:
         """The latest version of each record of the batch: its seq (0: none yet), its
@@ -291,7 +311,7 @@ class PythonEngine:
 
     def forget(self, tenant: str, record_id: str) -> bool:
         with _sqlite_errors("forget", writing=True):
-            self._end_interrupted()
+            self.end_interrupted()
             cursor = self._conn.execute(schema.FORGET_SQL, _numbered((tenant, record_id)))
         return cursor.rowcount > 0
 
@@ -316,11 +336,16 @@ class PythonEngine:
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Reads inside the block see one consistent state of the database."""
+        if self._in_write or self._in_snapshot:  # a transaction of this engine's is open: one state
+            yield
+            return
         try:  # BEGIN inside: an interrupt just after it still ends the read
             with _sqlite_errors("reading the history"):
                 self._begin("BEGIN")
+            self._in_snapshot = True
             yield
         finally:
+            self._in_snapshot = False
             with _sqlite_errors("reading the history"):
                 if self._conn.in_transaction:
                     self._conn.execute("COMMIT")
@@ -397,13 +422,12 @@ def _sqlite_errors(doing: str, *, writing: bool = False, during: str = "") -> It
     """Turns sqlite3's exceptions into pyevidence's, the same mapping as the native engine;
     one that stands for a KeyboardInterrupt (or SystemExit) raised inside a SQL function is
     that exception again (sql_functions.interrupted)."""
-    sql_functions.interrupted.exc = None
+    sql_functions.clear_interrupt()
     try:
         yield
     except sqlite3.Error as exc:
-        relayed: BaseException | None = getattr(sql_functions.interrupted, "exc", None)
+        relayed = sql_functions.take_interrupt()
         if relayed is not None:
-            sql_functions.interrupted.exc = None
             raise relayed from None
         undecodable = _NOT_UTF8.match(str(exc))
         if undecodable:  # the native engine's words for it (not_utf8), whatever the call was doing
@@ -419,10 +443,15 @@ _NOT_UTF8 = re.compile(r"Could not decode to UTF-8 column '([^']*)'")
 
 @contextmanager
 def _opening_errors(where: DatabasePath, read_only: bool) -> Iterator[None]:
-    """While opening: the failure named as one to open ``where``, with what to do about it."""
+    """While opening: the failure named as one to open ``where``, with what to do about it
+    (a KeyboardInterrupt a SQL function met during an upgrade is that interrupt again)."""
+    sql_functions.clear_interrupt()
     try:
         yield
     except sqlite3.Error as exc:
+        relayed = sql_functions.take_interrupt()
+        if relayed is not None:
+            raise relayed from None
         code = getattr(exc, "sqlite_errorcode", 1)
         hint = open_failure_hint(code, where, read_only=read_only)
         raise from_sqlite(code, f"opening {where.shown} failed: {exc}{hint}") from None

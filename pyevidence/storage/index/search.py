@@ -71,11 +71,12 @@ def search(
     transaction of its own unless the connection is in one)."""
     if conn.in_transaction:
         return _search(conn, tenant, revision, now, query, limit)
-    conn.execute("BEGIN")
-    try:
+    try:  # BEGIN inside: an interrupt just after it still ends the read
+        conn.execute("BEGIN")
         return _search(conn, tenant, revision, now, query, limit)
     finally:
-        conn.execute("COMMIT")
+        if conn.in_transaction:
+            conn.execute("COMMIT")
 
 
 def _search(
