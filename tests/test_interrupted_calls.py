@@ -102,6 +102,20 @@ def test_an_interrupt_just_after_begin_rolls_back_at_once(
     assert _seen_by_another_connection(tmp_path / "s.db") == {"before", "after"}
 
 
+def _a_forget_ends(lock: Any, requests: Any) -> bool:
+    """Whether a forget's wait for the requests in flight (Requests.erasing) ends within 5 s."""
+    import threading
+
+    erased = threading.Event()
+
+    def forget() -> None:
+        with lock, requests.erasing():
+            erased.set()
+
+    threading.Thread(target=forget, daemon=True).start()
+    return erased.wait(timeout=5)
+
+
 def test_a_remote_request_interrupted_as_it_starts_does_not_hold_up_forget() -> None:
     """The audit's hang: an interrupt as the gate released the store's lock, after it had
     counted the request and before the try that ends it, left the request counted for
@@ -123,14 +137,7 @@ def test_a_remote_request_interrupted_as_it_starts_does_not_hold_up_forget() -> 
 
     with pytest.raises(KeyboardInterrupt), StoreGate(locked, requests).sending([]):
         pass
-    erased = threading.Event()
-
-    def forget() -> None:
-        with lock, requests.erasing():
-            erased.set()
-
-    threading.Thread(target=forget, daemon=True).start()
-    assert erased.wait(timeout=5), "forget waited for a request that had ended"
+    assert _a_forget_ends(lock, requests), "forget waited for a request that had ended"
 
 
 def test_ctrl_c_inside_a_sql_function_of_the_python_engine_is_still_ctrl_c(
@@ -288,11 +295,4 @@ def test_a_request_interrupted_while_it_waits_to_end_does_not_hold_up_forget() -
     lock.interrupt_next = True
     with pytest.raises(KeyboardInterrupt):
         requests.end(token)
-    erased = threading.Event()
-
-    def forget() -> None:
-        with lock, requests.erasing():
-            erased.set()
-
-    threading.Thread(target=forget, daemon=True).start()
-    assert erased.wait(timeout=5), "forget waited for a request that had ended"
+    assert _a_forget_ends(lock, requests), "forget waited for a request that had ended"

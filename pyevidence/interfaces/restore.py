@@ -84,12 +84,7 @@ class _Claim:
 
     def ours(self) -> bool:
         """Whether the path still holds the file the restore created."""
-        try:
-            now = os.lstat(self.target)
-        except OSError:
-            return False
-        created = self.created
-        return created is not None and (now.st_dev, now.st_ino) == (created.st_dev, created.st_ino)
+        return self.created is not None and paths.is_same_file(self.target, self.created)
 
     def untouched(self) -> bool:
         """Whether the file created is still there and empty: no other program wrote to it."""
@@ -105,9 +100,8 @@ def _claimed_if_new(target: str) -> Iterator[_Claim]:
     if os.path.lexists(target):
         yield _Claim(target, None)
         return
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(target, flags, 0o644)
+        claim = _Claim(target, paths.create_exclusively(target))
     except FileExistsError:
         raise ValidationError("db", f"{target} appeared as the restore began; nothing was restored") from None
     except FileNotFoundError:
@@ -116,10 +110,6 @@ def _claimed_if_new(target: str) -> Iterator[_Claim]:
         raise ValidationError("db", reason) from None
     except OSError as exc:
         raise StoreError(f"cannot create {target}: {exc.strerror or exc}") from None
-    try:
-        claim = _Claim(target, os.fstat(fd))
-    finally:
-        os.close(fd)
     sidecars = [f"{target}{end}" for end in paths.SIDECAR_SUFFIXES if not os.path.lexists(f"{target}{end}")]
     try:
         yield claim

@@ -207,9 +207,8 @@ def new_file(dest: object) -> Iterator[str]:
                 f"{shown[: -len(suffix)] or 'a database'}; SQLite would delete or replay it on that "
                 "database's next open: name the backup otherwise",
             )
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(target, flags, 0o644)
+        created = create_exclusively(target)
     except FileExistsError:
         raise ValidationError(
             "dest", f"{shown} already exists; a backup never overwrites a file, name a new one"
@@ -221,19 +220,35 @@ def new_file(dest: object) -> Iterator[str]:
     except OSError as exc:
         raise StoreError(f"backup failed: cannot create {shown}: {exc.strerror or exc}") from None
     try:
-        created = os.fstat(fd)
-    finally:
-        os.close(fd)
-    try:
         yield target
     except BaseException:
-        try:
-            now = os.lstat(target)
-            if (now.st_dev, now.st_ino) == (created.st_dev, created.st_ino):
+        if is_same_file(target, created):
+            try:
                 os.unlink(target)
-        except OSError:
-            pass  # already gone, or not ours to remove
+            except OSError:
+                pass  # already gone
         raise
+
+
+def create_exclusively(target: str) -> os.stat_result:
+    """Creates ``target`` as a new empty file, exclusively (O_EXCL: never an existing file,
+    never through a symlink); its identity, for is_same_file. Raises OSError."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(target, flags, 0o644)
+    try:
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+def is_same_file(target: str, created: os.stat_result) -> bool:
+    """Whether ``target`` still names the file ``created`` (create_exclusively's): only such a
+    file is removed again, never one another program put at the path since."""
+    try:
+        now = os.lstat(target)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (created.st_dev, created.st_ino)
 
 
 def open_failure_hint(code: int, where: DatabasePath, *, read_only: bool) -> str:
