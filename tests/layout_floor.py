@@ -88,7 +88,7 @@ def _replay_connection(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None)
     sql_functions.register(conn)
     conn.create_function("evidence_writer_vouches", 0, lambda: 1)
-    for pragma in schema._BEFORE_CHECK + schema._AFTER_CHECK:
+    for pragma in schema._BEFORE_CHECK + schema._after_check():
         conn.execute(pragma)
     assert python_engine._SETCONFIG is not None and python_engine._ENABLE_TRIGGER is not None
     python_engine._SETCONFIG(conn, python_engine._ENABLE_TRIGGER, False)

@@ -50,7 +50,17 @@ SCHEMA_VERSION = 13
 # trusted_schema=ON lets schema.sql's triggers call evidence_sha256() on a SQLite
 # built to distrust schemas by default (the stdlib cannot mark a Python function
 # innocuous); ensure() refuses any file whose schema is not byte for byte ours.
+# journal_size_limit: SQLite never shrinks the -wal file by itself. A large
+# transaction (an import of a million records, a put_many of 100,000), or writes
+# while a long reader keeps a checkpoint from reaching the WAL's end, leave it at its
+# largest (hundreds of MB) for as long as a connection has the store open, which for
+# pyevidence mcp or serve is forever. With the limit, the first commit after a
+# checkpoint that reached the end (the WAL then starts again from the front) cuts the
+# file to 64 MiB: room for an ordinary batch's WAL, so it is not cut and regrown on
+# every batch. Read from JOURNAL_SIZE_LIMIT_BYTES as each connection opens
+# (_after_check), so a test can lower it (tests/test_wal_size.py).
 BUSY_TIMEOUT_MS = 5000
+JOURNAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
 _BEFORE_CHECK = (f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};", "PRAGMA trusted_schema = ON;")
 _AFTER_CHECK: tuple[str, ...] = (
     "PRAGMA journal_mode = WAL;",
@@ -60,6 +70,13 @@ _AFTER_CHECK: tuple[str, ...] = (
     "PRAGMA secure_delete = ON;",
     "PRAGMA temp_store = MEMORY;",
 )
+
+
+def _after_check() -> tuple[str, ...]:
+    """The settings prepare() applies once the file is recognised: _AFTER_CHECK and the
+    WAL's size limit, as JOURNAL_SIZE_LIMIT_BYTES stands now."""
+    return (*_AFTER_CHECK, f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT_BYTES};")
+
 
 # The eligibility predicate as the Python engine runs it. The C relation
 # evidence_eligible (csrc/evidence_eligible.c) runs the same predicate; the
@@ -232,7 +249,7 @@ def prepare(
     if read_only and needs_migration(query):
         raise UpgradeNeeded(where, _version(query), SCHEMA_VERSION)
     ensure(query, script, where, build_index=build_index)
-    for pragma in _AFTER_CHECK:
+    for pragma in _after_check():
         if not (read_only and "journal_mode" in pragma):
             query(pragma)
 

@@ -129,8 +129,12 @@ _ADDRESS = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})")
 # Settings of schema.prepare() that are dqlite's own on a cluster, and left to it:
 # durability is the Raft log's (its VFS refuses fsync, so synchronous stays OFF, and a
 # checkpoint under synchronous=NORMAL fails with a disk I/O error), the journal is
-# always WAL, and its in-memory VFS maps nothing.
-_DQLITE_OWNS = re.compile(r"\s*PRAGMA\s+(synchronous|journal_mode|mmap_size)\s*=", re.IGNORECASE)
+# always WAL, and its in-memory VFS maps nothing. Its WAL is kept in memory by that VFS
+# and emptied by dqlite's own checkpoints, and the VFS answers SQLITE_PROTOCOL to a cut
+# of the WAL to any size but zero, which is what journal_size_limit asks of it.
+_DQLITE_OWNS = re.compile(
+    r"\s*PRAGMA\s+(synchronous|journal_mode|mmap_size|journal_size_limit)\s*=", re.IGNORECASE
+)
 _NUMBERED = re.compile(r"\?([0-9]+)")
 _HEADER_PRAGMA = re.compile(r"\s*PRAGMA\s+user_version\s*=", re.IGNORECASE)
 _NO_ROWS_PRAGMA = re.compile(r"\s*PRAGMA\s+\w+\s*=", re.IGNORECASE)
