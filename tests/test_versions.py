@@ -23,9 +23,10 @@ from pyevidence import (
     ValidationError,
     native_available,
 )
-from pyevidence.core.hashing import sha256_fields
+from pyevidence.core.hashing import FIRST_PREVIOUS, sha256_fields
 from pyevidence.interfaces.cli import main
 from pyevidence.storage import schema, sql_functions
+from pyevidence.storage.versions import chain_hash, content_hash, put_hashes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 needs_native = pytest.mark.skipif(not native_available(), reason="native engine not built")
@@ -98,6 +99,36 @@ def test_hash_of_a_subclass_value_is_the_hash_of_the_value() -> None:
             return "Level()"
 
     assert sha256_fields(Shouting("ab"), Shouting("é"), Level(3)) == sha256_fields("ab", "é", 3)
+
+
+class _Shouting(str):
+    def __format__(self, spec: str) -> str:
+        return "formatted"
+
+
+# put_hashes() writes sha256_fields' encoding itself for plain ASCII versions: the ASCII
+# text of a record, plus non-ASCII text, a str subclass, a digest or "" as the previous
+# hash, and numbers from 1 to int64's largest, so that both of its paths are taken.
+_put_text = st.text(alphabet=st.characters(max_codepoint=127), min_size=1, max_size=12) | rich_text
+_put_field = _put_text | _put_text.map(_Shouting)
+
+
+@given(
+    previous=st.just(FIRST_PREVIOUS) | fields.map(lambda values: sha256_fields(*values)) | _put_field,
+    numbers=st.lists(st.integers(min_value=1, max_value=2**63 - 1), min_size=3, max_size=3),
+    text=st.lists(_put_field, min_size=5, max_size=5),
+)
+def test_put_hashes_equals_the_hashes_of_the_fields(
+    previous: str, numbers: list[int], text: list[str]
+) -> None:
+    chain_seq, seq, expires_at = numbers
+    tenant, record_id, revision, body, source = text
+    for kind in ("working", "incident", _Shouting("runbook")):
+        fields = (tenant, record_id, revision, kind, body, source, expires_at)
+        content = content_hash(*fields)
+        chain = chain_hash(previous, chain_seq, record_id, seq, "put", content)
+        got = put_hashes(previous, chain_seq, seq, *fields)
+        assert got == (bytes.fromhex(content), bytes.fromhex(chain))
 
 
 # ---- versions, history and citations

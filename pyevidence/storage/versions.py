@@ -9,6 +9,7 @@ the native engine also checks the C hash against Python's hashlib.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from hashlib import sha256 as _sha256
 from typing import Any, Protocol
 
 from ..core.errors import StoreError
@@ -78,6 +79,55 @@ def forget_hash(tenant: str, record_id: str, seq: int) -> str:
 
 def chain_hash(previous: str, chain_seq: int, record_id: str, seq: int, operation: str, content: str) -> str:
     return sha256_fields(CHAIN_TAG, previous, chain_seq, record_id, seq, operation, content)
+
+
+_CONTENT_HEAD = f"t{len(CONTENT_TAG)}:{CONTENT_TAG}"
+_CHAIN_HEAD = f"t{len(CHAIN_TAG)}:{CHAIN_TAG}"
+
+
+def put_hashes(
+    previous: str,
+    chain_seq: int,
+    seq: int,
+    tenant: str,
+    record_id: str,
+    revision: str,
+    kind: str,
+    body: str,
+    source: str,
+    expires_at: int,
+) -> tuple[bytes, bytes]:
+    """The content hash and the chain hash of a put's version, as the 32 bytes each that
+    content_hash() and chain_hash() give in hex: the Python writer's path. For the usual
+    version, plain ASCII str and int fields, it writes sha256_fields' encoding in one
+    string (about 2 µs less a version than sha256_fields' loop over the fields); for any
+    other it calls them. tests/test_versions.py proves the two paths equal."""
+    if (
+        type(tenant) is str
+        and type(record_id) is str
+        and type(revision) is str
+        and type(kind) is str
+        and type(body) is str
+        and type(source) is str
+        and type(expires_at) is int
+        and type(chain_seq) is int
+        and type(seq) is int
+        and type(previous) is str
+        and (tenant + record_id + revision + kind + body + source + previous).isascii()
+    ):
+        expires, number, at = int.__repr__(expires_at), int.__repr__(seq), int.__repr__(chain_seq)
+        content = _sha256(
+            f"{_CONTENT_HEAD}t{len(tenant)}:{tenant}t{len(record_id)}:{record_id}t{len(revision)}:{revision}"
+            f"t{len(kind)}:{kind}t{len(body)}:{body}t{len(source)}:{source}i{len(expires)}:{expires}".encode()
+        ).digest()
+        chain = _sha256(
+            f"{_CHAIN_HEAD}t{len(previous)}:{previous}i{len(at)}:{at}t{len(record_id)}:{record_id}"
+            f"i{len(number)}:{number}t3:putt64:{content.hex()}".encode()
+        ).digest()
+        return content, chain
+    content_hex = content_hash(tenant, record_id, revision, kind, body, source, expires_at)
+    chain_hex = chain_hash(previous, chain_seq, record_id, seq, "put", content_hex)
+    return bytes.fromhex(content_hex), bytes.fromhex(chain_hex)
 
 
 def history(reader: Reader, tenant: str, record_id: str) -> tuple[Version, ...]:

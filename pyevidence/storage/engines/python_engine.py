@@ -23,7 +23,8 @@ from ...ranking.vector_scoring import Scored, python_rank_by_vector
 from .. import schema, sql_functions
 from ..index import maintain, rebuild, search
 from ..paths import DatabasePath, open_failure_hint
-from ..versions import chain_hash, content_hash
+from ..row_batches import RowBatches
+from ..versions import put_hashes
 
 # A batch of this many records or more is written with the schema's triggers off and its
 # CHECK constraints ignored: the writer has validated, hashed and indexed every row itself,
@@ -225,9 +226,10 @@ class PythonEngine:
             last_seq, previous, _ = latest[key]
             seq = last_seq + 1
             chain_seq = head[0] + 1
-            content = content_hash(tenant, record_id, r.revision, r.kind, r.body, r.source, r.expires_at)
-            chain = chain_hash(head[1], chain_seq, record_id, seq, "put", content)
-            heads[tenant], latest[key] = (chain_seq, chain), (seq, chain_seq, False)
+            content, chain = put_hashes(
+                head[1], chain_seq, seq, tenant, record_id, r.revision, r.kind, r.body, r.source, r.expires_at
+            )
+            heads[tenant], latest[key] = (chain_seq, chain.hex()), (seq, chain_seq, False)
             appended.append(
                 (
                     tenant,
@@ -240,8 +242,8 @@ class PythonEngine:
                     r.body,
                     r.source,
                     r.expires_at,
-                    bytes.fromhex(content),  # stored as the 32 bytes the hex stands for
-                    bytes.fromhex(chain),
+                    content,  # the 32 bytes the hex of evidence_sha256() stands for
+                    chain,
                 )
             )
             # the current row (tenant, revision, expires_at, record_id, chain_seq), with
@@ -253,15 +255,14 @@ class PythonEngine:
         try:
             if unchecked:
                 self._schema_checks(on=False)
-            self._conn.executemany(schema.VERSION_APPEND_SQL, appended)
+            _VERSION_APPEND.run(self._conn, appended)
             self._conn.executemany(schema.FORGOTTEN_DROP_SQL, revived)
             # the index first: it reads the current rows these replace
             index = maintain.IndexBatch(self._conn)
             numbers = index.replace(in_key_order, new_records)
             index.finish()
-            self._conn.executemany(
-                schema.CURRENT_UPSERT_SQL,
-                [(*row[:4], doc, row[4]) for row, doc in zip(in_key_order, numbers, strict=True)],
+            _CURRENT_UPSERT.run(
+                self._conn, [(*row[:4], doc, row[4]) for row, doc in zip(in_key_order, numbers, strict=True)]
             )
             if unchecked:  # what the trigger evidence_vectors_follow_puts would do
                 replaced = [(row[0], row[3]) for row in in_key_order if (row[0], row[3]) not in new_records]
@@ -471,6 +472,8 @@ def _statements(sql: str) -> list[str]:
 
 
 _SEQ_CHUNK = 200
+_VERSION_APPEND = RowBatches(schema.VERSION_APPEND_SQL)
+_CURRENT_UPSERT = RowBatches(schema.CURRENT_UPSERT_SQL)
 _IDS = ", ".join("?" * _SEQ_CHUNK)
 # schema.LATEST_VERSION_SQL for _SEQ_CHUNK records of one tenant.
 _LATEST_VERSIONS_SQL = (

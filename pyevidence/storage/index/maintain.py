@@ -26,6 +26,7 @@ from typing import Any
 from ...core.errors import StoreError
 from ...core.records import IndexRebuild
 from ...core.tokens import token_set
+from ..row_batches import RowBatches
 from . import docsets
 from .rebuild import INDEX_TABLES, RENUMBER_SQL, summary
 
@@ -84,6 +85,10 @@ _EXPIRY_ADD_SQL = (
     "INSERT INTO evidence_index_expiry (scope, level, bucket, rows) VALUES (?, ?, ?, ?)"
     " ON CONFLICT (scope, level, bucket) DO UPDATE SET rows = rows + excluded.rows"
 )
+# A batch's rows, many a statement (pyevidence/storage/row_batches.py).
+_POSTING_WRITES = RowBatches(_POSTING_WRITE_SQL)
+_POSTING_APPENDS = RowBatches(_POSTING_APPEND_SQL)
+_EXPIRY_ADDS = RowBatches(_EXPIRY_ADD_SQL)
 # Every current row in the table's key order, which RENUMBER_SQL has just made the order
 # (tenant, revision, expires_at, record_id) too. The native rebuild reads the same
 # (csrc/evidence_index_write.c).
@@ -314,7 +319,7 @@ class IndexBatch:
         if deletes:
             executemany(_POSTING_DELETE_SQL, deletes)
         if writes:
-            executemany(_POSTING_WRITE_SQL, writes)
+            _POSTING_WRITES.run(self._conn, writes)
         for scope_and_era in sorted(appends):
             # In the table's key order (scope, era, token, chunk): the rows of one era are in
             # chunk order already, and a stable sort by token keeps it (a sort on one string
@@ -322,7 +327,7 @@ class IndexBatch:
             rows = appends[scope_and_era]
             if rows:
                 rows.sort(key=_token_of)
-                executemany(_POSTING_APPEND_SQL, rows)
+                _POSTING_APPENDS.run(self._conn, rows)
 
     def _docsets(self, scope: int, chunk: int, tokens: list[str]) -> dict[str, bytes]:
         """The stored docsets of (scope, token, chunk) for ``tokens``: token -> blob."""
@@ -353,7 +358,7 @@ class IndexBatch:
             below = {key: delta for key, delta in above.items() if delta}
         adds = sorted((*key, delta) for key, delta in deltas.items() if delta > 0)
         if adds:
-            self._conn.executemany(_EXPIRY_ADD_SQL, adds)
+            _EXPIRY_ADDS.run(self._conn, adds)
         execute = self._conn.execute
         for key, delta in sorted(deltas.items()):
             if delta >= 0:
