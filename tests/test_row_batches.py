@@ -79,3 +79,25 @@ def test_the_writers_statements_are_taken() -> None:
     ):
         many = RowBatches(sql, 2).many_sql
         assert many.count("VALUES (") == 1 and many.count("), (") == 1
+
+
+def test_a_row_of_the_wrong_length_is_refused_before_anything_is_written() -> None:
+    """Flattened, a short row and a long one would shift values into other columns unseen."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute(_TABLE)
+    rows = [(k, b"a", 1) for k in range(ROWS_A_STATEMENT)]
+    rows[3], rows[4] = (3, b"a"), (4, b"a", 1, 9)
+    with pytest.raises(ValueError, match="a row of 2 values for a statement that binds 3"):
+        RowBatches(_UPSERT).run(conn, rows)
+    assert conn.execute("SELECT count(*) FROM t").fetchone() == (0,)
+
+
+def test_a_connection_that_binds_fewer_variables_gets_its_rows_one_at_a_time() -> None:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute(_TABLE)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 3 * ROWS_A_STATEMENT - 1)
+    rows = [(k % 7, bytes([k]), k) for k in range(2 * ROWS_A_STATEMENT + 3)]
+    RowBatches(_UPSERT).run(conn, rows)
+    assert conn.execute("SELECT * FROM t ORDER BY k").fetchall() == _table_after(
+        lambda other: other.executemany(_UPSERT, rows)
+    )

@@ -21,9 +21,10 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
-# 50 rows of 12 values (a version) bind 600 variables: under the 999 that SQLite allowed
-# before 3.32 (SQLITE_MAX_VARIABLE_NUMBER), so any SQLite the sqlite3 module is built with
-# takes them. 20 rows a statement gave nearly the same gain, 100 little more.
+# 50 rows of 12 values (a version) bind 600 variables: under the 999 that SQLite's default
+# build allowed before 3.32 (32,766 since). A connection whose limit is lower
+# (SQLITE_LIMIT_VARIABLE_NUMBER) gets its rows through executemany. 20 rows a statement gave
+# nearly the same gain, 100 little more.
 ROWS_A_STATEMENT = 50
 
 # "VALUES (" then one row's values: placeholders and quoted literals, no parenthesis.
@@ -39,12 +40,23 @@ class RowBatches:
             raise ValueError(f"not an INSERT of one row of placeholders: {sql!r}")
         self.sql = sql
         self.rows = rows
+        self.width = found.group(1).count("?")  # the values a row binds
         many = ", ".join([found.group(1)] * rows)
         self.many_sql = f"{sql[: found.start(1)]}{many}{sql[found.end(1) :]}"
 
     def run(self, conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> None:
         """Runs the statement for each of ``rows`` in order, as ``executemany`` would."""
+        width = self.width
+        # Flattened, a row of the wrong length would shift every value after it into the
+        # wrong column; executemany refuses one, and so does this.
+        for row in rows:
+            if len(row) != width:
+                raise ValueError(
+                    f"a row of {len(row)} values for a statement that binds {width}: {self.sql!r}"
+                )
         step = self.rows
+        if step * width > conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER):
+            step = len(rows) + 1  # all of them through executemany
         whole = len(rows) - len(rows) % step
         if whole:
             execute, many_sql, flat = conn.execute, self.many_sql, chain.from_iterable
