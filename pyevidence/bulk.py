@@ -13,7 +13,10 @@ as it was. The checked records are then written with put_many: in one transactio
 by default (the whole file or nothing), or in transactions of ``batch_size``
 records, for files too big for one; then a failure while writing (disk full, a
 lock held too long) leaves the batches before it written, and the error says how
-many records that was. import_file and import_dir are check_file / check_dir (no
+many records that was, and that the same import again with ``skip_unchanged`` writes the
+rest: it skips each record whose version before it (the same record earlier in the file, else
+its current version in the store) already holds exactly its fields, as import_dir always does.
+import_file and import_dir are check_file / check_dir (no
 store needed) followed by write; the CLI calls the two in turn, so a refused import
 never creates a database. A file is read in pieces, and a line or CSV record longer than
 max_record_bytes(limits) (the longest record the limits accept) is a bad record, found
@@ -103,28 +106,42 @@ class ImportRefused(ValidationError):
 
 class ImportInterrupted(StoreError):
     """Writing batch number ``batch`` failed; the ``written`` records before it, up to and
-    including the one at ``last_written`` ("line 812"), stay written; none after them was."""
+    including the one at ``last_written`` ("line 812"), stay written; none after them was.
+    ``repeats``: the file holds a record more than once with different fields, so the message
+    says to import the records after ``last_written`` rather than the same import with
+    --skip-unchanged (which would store those records' earlier versions again)."""
 
-    def __init__(self, batch: int, written: int, last_written: str | None, cause: Exception) -> None:
-        super().__init__(f"batch {batch} failed: {cause}; {_kept(batch, written, last_written)}")
+    def __init__(
+        self, batch: int, written: int, last_written: str | None, cause: Exception, *, repeats: bool = False
+    ) -> None:
+        super().__init__(f"batch {batch} failed: {cause}; {_kept(batch, written, last_written, repeats)}")
         self.batch = batch
         self.written = written
         self.last_written = last_written
 
 
-def _kept(batch: int, written: int, last_written: str | None) -> str:
-    """What stays written when batch number ``batch`` (2 or more) does not commit."""
+def _kept(batch: int, written: int, last_written: str | None, repeats: bool) -> str:
+    """What stays written when batch number ``batch`` (2 or more) does not commit, and how to
+    write the rest."""
     through = f", through {last_written}" if last_written else ""
+    if repeats and last_written:
+        rest = (
+            f"to write the rest, import the records after {last_written} (the file holds a record "
+            "more than once with different fields, which --skip-unchanged would store again)"
+        )
+    else:
+        rest = "to write the rest, run the same import again with --skip-unchanged"
     return (
         f"the first {written:,} records (batches 1 to {batch - 1}{through}) were written and stay; "
-        "none after them was"
+        f"none after them was; {rest}"
     )
 
 
 @dataclass(frozen=True)
 class ImportReport:
-    """``read``: records checked; ``written``: versions stored; ``unchanged``: documents
-    import_dir skipped because the record's current version already holds them."""
+    """``read``: records checked; ``written``: versions stored; ``unchanged``: records skipped
+    because the version they would follow already holds exactly their fields (import_dir, and
+    import_file with ``skip_unchanged``)."""
 
     read: int
     written: int
@@ -173,6 +190,7 @@ def import_file(
     format: str | None = None,
     dry_run: bool = False,
     batch_size: int | None = None,
+    skip_unchanged: bool = False,
     progress: Progress | None = None,
 ) -> ImportReport:
     """Import the records of a JSONL or CSV file (a path, "-" for stdin, or a binary file).
@@ -180,11 +198,20 @@ def import_file(
     ``format`` is "jsonl" or "csv", else told by the file's suffix (.jsonl, .ndjson,
     .csv). A record without a tenant gets ``tenant``; one whose tenant differs from
     ``tenant`` is bad. Raises ImportRefused listing every bad record, with nothing
-    written; with ``dry_run`` checks everything and writes nothing.
+    written; with ``dry_run`` checks everything and writes nothing. With
+    ``skip_unchanged``, a record whose version before it already holds exactly its
+    fields is not written (see write).
     """
-    _options(dry_run=dry_run, batch_size=batch_size, progress=progress)
+    _options(dry_run=dry_run, batch_size=batch_size, skip_unchanged=skip_unchanged, progress=progress)
     checked = check_file(source, tenant=tenant, format=format, limits=store._limits, progress=progress)
-    return write(store, checked, dry_run=dry_run, batch_size=batch_size, progress=progress)
+    return write(
+        store,
+        checked,
+        dry_run=dry_run,
+        batch_size=batch_size,
+        skip_unchanged=skip_unchanged,
+        progress=progress,
+    )
 
 
 def import_dir(
@@ -323,23 +350,31 @@ def write(
     *,
     dry_run: bool = False,
     batch_size: int | None = None,
+    skip_unchanged: bool = False,
     progress: Progress | None = None,
     cluster: bool | None = None,
 ) -> ImportReport:
     """Write checked records with put_many: in one transaction, or ``batch_size`` at a
-    time (see ImportInterrupted). Documents whose record already holds them are
-    skipped. With ``dry_run`` nothing is written (the report says what would be).
-    ``cluster``: the records go to a cluster (by default: ``store`` is one), which refuses
-    text holding a NUL character; every such record is named before any batch is written."""
-    _options(dry_run=dry_run, batch_size=batch_size, progress=progress)
+    time (see ImportInterrupted). With ``dry_run`` nothing is written (the report says
+    what would be). ``cluster``: the records go to a cluster (by default: ``store`` is
+    one), which refuses text holding a NUL character; every such record is named before
+    any batch is written.
+
+    With ``skip_unchanged`` (always, for documents), a record is skipped when the version
+    it would follow already holds exactly its fields (the same content hash): the record
+    before it with the same tenant and record_id, else that record's current version in
+    the store. An absent or forgotten record is written. The store is read once, before
+    the first batch: what another writer changes meanwhile is not seen."""
+    _options(dry_run=dry_run, batch_size=batch_size, skip_unchanged=skip_unchanged, progress=progress)
     if store.engine == "cluster" if cluster is None else cluster:
         _refuse_what_a_cluster_cannot_store(checked)
     records, wheres = checked.records, checked.wheres
-    if checked.from_dir:
-        keep = [i for i, record in enumerate(records) if not _is_current(store, record)]
-        records, wheres = [records[i] for i in keep], [wheres[i] for i in keep]
+    if skip_unchanged or checked.from_dir:
+        skipped = _unchanged(store, records)
+        records = [record for record, skip in zip(records, skipped, strict=True) if not skip]
+        wheres = [where for where, skip in zip(wheres, skipped, strict=True) if not skip]
     unchanged = len(checked.records) - len(records)
-    written = 0 if dry_run else _write(store, records, batch_size, progress, wheres)
+    written = 0 if dry_run else _write(store, records, batch_size, progress, wheres, checked.records)
     return ImportReport(read=len(checked.records), written=written, unchanged=unchanged, dry_run=dry_run)
 
 
@@ -353,9 +388,16 @@ def _refuse_what_a_cluster_cannot_store(checked: Checked) -> None:
         raise ImportRefused(checked.source, problems)
 
 
-def _options(*, dry_run: bool, batch_size: int | None = None, progress: Progress | None = None) -> None:
+def _options(
+    *,
+    dry_run: bool,
+    batch_size: int | None = None,
+    skip_unchanged: bool = False,
+    progress: Progress | None = None,
+) -> None:
     """The options every import takes, checked before any record is read."""
     validation.flag("dry_run", dry_run)
+    validation.flag("skip_unchanged", skip_unchanged)
     if batch_size is not None:
         validation.integer("batch_size", batch_size, minimum=1, maximum=2**31)
     validation.callback("progress", progress, "(phase, done, fraction)")
@@ -734,7 +776,10 @@ def _write(
     batch_size: int | None,
     progress: Progress | None,
     wheres: list[str] | None = None,
+    whole: list[Record] | None = None,
 ) -> int:
+    """put_many, ``batch_size`` records at a time. ``whole``: every record of the file, the
+    skipped ones too, from which a failure's message tells how the rest can be written."""
     if not records:
         return 0
     size = batch_size or len(records)
@@ -754,11 +799,14 @@ def _write(
             if isinstance(exc, StoreError) and written == committed:  # this batch failed
                 if written == 0:
                     raise
-                raise ImportInterrupted(batch, written, last, exc) from exc
+                raise ImportInterrupted(
+                    batch, written, last, exc, repeats=_repeats(whole or records)
+                ) from exc
             # Ctrl-C, or the caller's progress function failing once its batch committed:
             # the exception stays what it is, with a note saying what was kept.
             if written:
-                exc.add_note(_kept(batch + 1 if written > committed else batch, written, last))
+                kept_batch = batch + 1 if written > committed else batch
+                exc.add_note(_kept(kept_batch, written, last, _repeats(whole or records)))
             raise
     return written
 
@@ -822,9 +870,50 @@ def _read_document(root: Path, path: Path, max_body_bytes: int) -> bytes:
         os.close(fd)
 
 
-def _is_current(store: EvidenceStore, record: Record) -> bool:
-    """Whether the record's current version already holds exactly these fields."""
-    history = store.history(tenant=record.tenant, record_id=record.record_id)
-    if not history or history[-1].operation != "put" or history[-1].body is None:
-        return False
-    return history[-1].content_hash == versions.content_hash(*(getattr(record, f) for f in COLUMNS))
+def _unchanged(store: EvidenceStore, records: list[Record]) -> list[bool]:
+    """For each record, whether the version it would follow already holds exactly its fields:
+    the record before it with the same tenant and record_id, else the record's current version
+    in the store, whose content hashes are read here, 500 a statement, in one snapshot."""
+    ids: dict[str, dict[str, None]] = {}  # each tenant's record_ids, once each, in file order
+    for record in records:
+        ids.setdefault(record.tenant, {})[record.record_id] = None
+    with store._engine_locked() as engine, engine.snapshot():
+        stored = {
+            (tenant, record_id): digest
+            for tenant, record_ids in ids.items()
+            for record_id, digest in versions.current_content_hashes(engine, tenant, list(record_ids)).items()
+        }
+    # The content hash encodes each field with its type and length: two records have the same
+    # hash exactly when they have the same fields. So a record is compared with the one before it
+    # in the file by its fields, and only one that would follow a stored version is hashed.
+    before: dict[tuple[str, str], Record] = {}
+    unchanged = []
+    for record in records:
+        key = (record.tenant, record.record_id)
+        previous = before.get(key)
+        if previous is not None:
+            unchanged.append(previous == record)
+        else:
+            digest = stored.get(key)
+            unchanged.append(digest is not None and digest == _content_hash(record))
+        before[key] = record
+    return unchanged
+
+
+def _content_hash(record: Record) -> str:
+    return versions.content_hash(
+        record.tenant,
+        record.record_id,
+        record.revision,
+        record.kind,
+        record.body,
+        record.source,
+        record.expires_at,
+    )
+
+
+def _repeats(records: list[Record]) -> bool:
+    """Whether some record comes more than once with different fields: the same import with
+    skip_unchanged would then write its earlier versions again, after the last one stored."""
+    first: dict[tuple[str, str], Record] = {}
+    return any(first.setdefault((r.tenant, r.record_id), r) != r for r in records)

@@ -231,7 +231,8 @@ def test_batches_commit_in_turn_and_a_failure_says_what_stays(
     assert (interrupted.value.batch, interrupted.value.written) == (3, 8)
     assert str(interrupted.value) == (
         "batch 3 failed: disk I/O error; the first 8 records (batches 1 to 2, through line 8) were "
-        "written and stay; none after them was"
+        "written and stay; none after them was; to write the rest, run the same import again with "
+        "--skip-unchanged"
     )
     assert export(store, tenant="team-z").count("\n") == 8
 

@@ -241,7 +241,8 @@ def test_a_progress_function_that_fails_after_a_batch_says_what_was_kept(open_st
         bulk.import_file(store, io.BytesIO(_lines(5)), format="jsonl", progress=fails_after_the_first_batch,
                          batch_size=2)  # fmt: skip
     assert caught.value.__notes__ == [
-        "the first 2 records (batches 1 to 1, through line 2) were written and stay; none after them was"
+        "the first 2 records (batches 1 to 1, through line 2) were written and stay; none after them was; "
+        "to write the rest, run the same import again with --skip-unchanged"
     ]
     kept = [r for r in (f"r{i}" for i in range(5)) if store.history(tenant="a", record_id=r)]
     assert kept == ["r0", "r1"]

@@ -369,7 +369,7 @@ def test_ctrl_c_between_batches_of_an_import_says_which_records_stay(
     assert code == 130
     assert capsys.readouterr().err == (
         "pyevidence: interrupted; the first 4 records (batches 1 to 2, through line 4) were written "
-        "and stay; none after them was\n"
+        "and stay; none after them was; to write the rest, run the same import again with --skip-unchanged\n"
     )
     with EvidenceStore(db) as store:
         assert [bool(store.history(tenant="t", record_id=f"r{i}")) for i in range(5)] == [True] * 4 + [False]

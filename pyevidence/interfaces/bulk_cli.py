@@ -33,6 +33,12 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="commit every N records instead of the whole file at once (a failure keeps earlier batches)",
     )
+    parser.add_argument(
+        "--skip-unchanged",
+        action="store_true",
+        help="write no record whose version before it (earlier in the file, else in the store) already holds "
+        "exactly its fields; resumes a failed --batch-size import (always on with --from-dir)",
+    )
     docs = parser.add_argument_group("a folder of documents (.md, .markdown, .txt, .text)")
     docs.add_argument(
         "--from-dir", metavar="DIR", help="one record per document, record_id its relative path"
@@ -130,6 +136,7 @@ def run_import(args: argparse.Namespace) -> dict[str, Any]:
                 checked,
                 dry_run=args.dry_run,
                 batch_size=args.batch_size,
+                skip_unchanged=args.skip_unchanged,  # with --from-dir, what happens anyway
                 progress=bar,
                 cluster=paths.is_cluster_url(db),  # also for a dry run against an empty local store
             )
