@@ -125,9 +125,11 @@ def _kept(batch: int, written: int, last_written: str | None, repeats: bool) -> 
     write the rest."""
     through = f", through {last_written}" if last_written else ""
     if repeats and last_written:
+        # "the one at": a CSV record can span lines, and its place is the line it starts on
         rest = (
-            f"to write the rest, import the records after {last_written} (the file holds a record "
-            "more than once with different fields, which --skip-unchanged would store again)"
+            f"to write the rest, import only the records after the one at {last_written} (a CSV "
+            "file with its header line): the file holds a record more than once with different "
+            "fields, which --skip-unchanged would store again"
         )
     else:
         rest = "to write the rest, run the same import again with --skip-unchanged"

@@ -121,8 +121,9 @@ def test_a_file_repeating_a_record_is_told_to_resume_after_its_last_written_line
         import_records(store, *records, batch_size=2)
     assert str(interrupted.value) == (
         "batch 2 failed: disk I/O error; the first 2 records (batches 1 to 1, through line 2) were written "
-        "and stay; none after them was; to write the rest, import the records after line 2 (the file holds "
-        "a record more than once with different fields, which --skip-unchanged would store again)"
+        "and stay; none after them was; to write the rest, import only the records after the one at line 2 "
+        "(a CSV file with its header line): the file holds a record more than once with different fields, "
+        "which --skip-unchanged would store again"
     )
 
 

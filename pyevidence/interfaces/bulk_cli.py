@@ -37,7 +37,8 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
         "--skip-unchanged",
         action="store_true",
         help="write no record whose version before it (earlier in the file, else in the store) already holds "
-        "exactly its fields; resumes a failed --batch-size import (always on with --from-dir)",
+        "exactly its fields; resumes a failed --batch-size import, unless the file holds a record more "
+        "than once with different fields (always on with --from-dir)",
     )
     docs = parser.add_argument_group("a folder of documents (.md, .markdown, .txt, .text)")
     docs.add_argument(
