@@ -444,6 +444,15 @@ class EvidenceStore:
         with self._engine_locked() as engine, engine.snapshot():
             return versions.verify(engine, tenant)
 
+    def tenants(self) -> tuple[str, ...]:
+        """Every tenant with versions in this store (a forgotten record's tombstone is one),
+        in code point order, read in one snapshot: for an operator's check of the whole store
+        (``pyevidence verify --all-tenants``). Reads the history's keys: on a large store,
+        about as long as a scan of it."""
+        self._usable()
+        with self._engine_locked() as engine, engine.snapshot():
+            return tuple(row[0] for row in engine.select(versions.TENANTS_SQL))
+
     def reindex(self) -> IndexRebuild:
         """Rebuild the token index from the current rows, in one write transaction
         (docs/token-index.md): the fix for a failed ``check_index()``. Other writers wait

@@ -18,6 +18,7 @@ from strategies import rich_text
 
 from pyevidence import (
     EvidenceStore,
+    Limits,
     SchemaError,
     StoreError,
     ValidationError,
@@ -567,6 +568,54 @@ def test_cli_history_get_version_and_verify(open_store: Any, tmp_path: Path, cap
     assert main(["verify", *common]) == 1
     assert json.loads(capsys.readouterr().out)["broken"]["chain_seq"] == 1
     assert main(["get-version", *common, "--record-id", "r1", "--version", "nope"]) == 2
+
+
+def test_verify_all_tenants_names_each_broken_tenant_and_only_those(
+    engine: str, tmp_path: Path, capsys: Any
+) -> None:
+    path = tmp_path / "all.db"
+    long_tenant = "t" * 2000  # over this machine's default Limits, stored under larger ones
+    with EvidenceStore(path, engine=engine, limits=Limits(max_field_bytes=4096)) as store:
+        for tenant in ("team-b", "team-a", "équipe", long_tenant):
+            store.put(**record(tenant=tenant, body=f"{tenant} body"))
+        store.put(**record(tenant="team-a", record_id="r2"))
+        store.forget(tenant="team-a", record_id="r2")  # a tombstone is a version too
+        assert store.tenants() == ("team-a", "team-b", long_tenant, "équipe")  # code point order
+    args = ["verify", "--db", str(path), "--engine", engine, "--all-tenants"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "ok": True,
+        "tenants_checked": 4,
+        "versions_checked": 6,
+        "current_checked": 4,
+        "broken": [],
+    }
+    tamper(
+        path,
+        "UPDATE evidence_versions SET body = 'edited' WHERE tenant = 'team-b'",
+        "UPDATE evidence_versions SET body = 'edited' WHERE tenant = 'équipe'",
+    )
+    assert main(args) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert (report["ok"], report["tenants_checked"]) == (False, 4)
+    assert [broken["tenant"] for broken in report["broken"]] == ["team-b", "équipe"]
+    assert all("content does not match" in broken["broken"]["reason"] for broken in report["broken"])
+
+
+def test_verify_takes_a_tenant_or_all_tenants(tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "empty.db"
+    EvidenceStore(path).close()
+    assert main(["verify", "--db", str(path), "--all-tenants"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["tenants_checked"] == 0
+    assert "no versions in this store: nothing was verified" in captured.err
+    for wrong, says in (
+        ([], "one of the arguments --tenant --all-tenants is required"),
+        (["--tenant", "t", "--all-tenants"], "argument --all-tenants: not allowed with argument --tenant"),
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            main(["verify", "--db", str(path), *wrong])
+        assert stopped.value.code == 2 and says in capsys.readouterr().err
 
 
 # ---- the upgrade from schema version 1 (pyevidence 0.1.0)

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 
 from ..core.errors import EvidenceError, StoreError, UpgradeNeeded, ValidationError
-from ..core.limits import Limits
+from ..core.limits import ANY_SIZE
 from ..core.strict_json import shown
-from ..storage import paths, schema
+from ..storage import paths, schema, versions
 from ..store import EvidenceStore
 
 
@@ -132,7 +132,7 @@ def _checked_backup(backup: str, target: str) -> None:
     if os.path.getsize(backup) == 0:
         raise ValidationError("from", f"{backup} is an empty file, not a backup; {unchanged}")
     try:  # the backup's records are checked by their hashes, not by this machine's Limits
-        store: EvidenceStore | None = EvidenceStore(backup, read_only=True, limits=_ANY_SIZE)
+        store: EvidenceStore | None = EvidenceStore(backup, read_only=True, limits=ANY_SIZE)
     except UpgradeNeeded:
         store = None
     except EvidenceError as exc:
@@ -142,7 +142,7 @@ def _checked_backup(backup: str, target: str) -> None:
     try:
         with closing(sqlite3.connect(backup)) as conn:
             problems = [str(row[0]) for row in conn.execute("PRAGMA quick_check(3)")]
-            tenants = [] if store is None else [row[0] for row in conn.execute(_TENANTS_SQL)]
+            tenants = [] if store is None else [row[0] for row in conn.execute(versions.TENANTS_SQL)]
     except sqlite3.Error as exc:
         problems = [str(exc)]
     try:
@@ -157,10 +157,6 @@ def _checked_backup(backup: str, target: str) -> None:
     finally:
         if store is not None:
             store.close()
-
-
-_TENANTS_SQL = "SELECT DISTINCT tenant FROM evidence_versions ORDER BY tenant"
-_ANY_SIZE = Limits(max_body_bytes=1 << 40, max_field_bytes=1 << 40)
 
 
 def _verified(store: EvidenceStore | None, tenant: str) -> str | None:
