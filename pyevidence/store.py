@@ -445,10 +445,11 @@ class EvidenceStore:
             return versions.verify(engine, tenant)
 
     def tenants(self) -> tuple[str, ...]:
-        """Every tenant with versions in this store (a forgotten record's tombstone is one),
-        in code point order, read in one snapshot: for an operator's check of the whole store
-        (``pyevidence verify --all-tenants``). Reads the history's keys: on a large store,
-        about as long as a scan of it."""
+        """Every tenant this store holds records of (forgotten ones included, and any with
+        only a current or forgotten row left by damage to the history), in code point order,
+        read in one snapshot: for an operator's check of the whole store (``pyevidence verify
+        --all-tenants``). Reads the history's keys: on a large store, about as long as a scan
+        of it."""
         self._usable()
         with self._engine_locked() as engine, engine.snapshot():
             return tuple(row[0] for row in engine.select(versions.TENANTS_SQL))

@@ -13,6 +13,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from helpers import tamper
 
 from pyevidence import EvidenceStore
 from pyevidence.core.errors import StoreError, ValidationError
@@ -200,6 +201,19 @@ def test_a_damaged_backup_is_refused_and_the_store_is_unchanged(tmp_path: Path) 
     backup.write_bytes(b"")
     done = run_cli("restore", "--db", str(store_path), "--from", str(backup))
     assert done.returncode == 2 and "is an empty file, not a backup" in done.stderr, done.stderr
+    assert store_path.read_bytes() == kept
+
+
+def test_a_backup_with_a_tenant_left_without_its_history_is_refused(tmp_path: Path) -> None:
+    """restore's check listed the tenants from the history alone: a backup whose tenant kept its
+    current rows after its versions were deleted passed, and restored a store that fails verify."""
+    store_path, backup = _store_and_backup(tmp_path, 3)
+    with EvidenceStore(backup) as copy:
+        copy.put_many([{**found, "tenant": "team-b"} for found in _records("b", 2)])
+    tamper(backup, "DELETE FROM evidence_versions WHERE tenant = 'team-b'")
+    kept = store_path.read_bytes()
+    done = run_cli("restore", "--db", str(store_path), "--from", str(backup))
+    assert done.returncode == 2 and "is damaged (tenant 'team-b'" in done.stderr, done.stderr
     assert store_path.read_bytes() == kept
 
 

@@ -602,13 +602,48 @@ def test_verify_all_tenants_names_each_broken_tenant_and_only_those(
     assert all("content does not match" in broken["broken"]["reason"] for broken in report["broken"])
 
 
+def test_verify_all_tenants_sees_a_tenant_left_with_no_history_and_one_it_cannot_read(
+    engine: str, tmp_path: Path, capsys: Any
+) -> None:
+    """A tenant whose versions were deleted outside pyevidence still has its current row, which
+    names no version: found. A tenant with a row that cannot be read is named with what is
+    wrong, and the tenants after it are still checked."""
+    path = tmp_path / "damaged.db"
+    with EvidenceStore(path, engine=engine) as store:
+        for tenant in ("team-a", "team-b", "team-c", "team-d"):
+            store.put(**record(tenant=tenant))
+    tamper(
+        path,
+        "DELETE FROM evidence_versions WHERE tenant = 'team-a'",
+        "UPDATE evidence_versions SET body = CAST(x'ff' AS TEXT) WHERE tenant = 'team-b'",
+        "UPDATE evidence_versions SET body = 'edited' WHERE tenant = 'team-d'",
+    )
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        assert store.tenants() == ("team-a", "team-b", "team-c", "team-d")
+    assert main(["verify", "--db", str(path), "--engine", engine, "--all-tenants"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert (report["ok"], report["tenants_checked"]) == (False, 4)
+    assert [broken["tenant"] for broken in report["broken"]] == ["team-a", "team-b", "team-d"]
+    assert "not valid UTF-8" in report["broken"][1]["error"]
+    assert "content does not match" in report["broken"][2]["broken"]["reason"]
+
+
+def test_verify_of_one_tenant_takes_a_tenant_stored_under_larger_limits(tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "long.db"
+    long_tenant = "t" * 2000
+    with EvidenceStore(path, limits=Limits(max_field_bytes=4096)) as store:
+        store.put(**record(tenant=long_tenant))
+    assert main(["verify", "--db", str(path), "--tenant", long_tenant]) == 0
+    assert json.loads(capsys.readouterr().out)["versions_checked"] == 1
+
+
 def test_verify_takes_a_tenant_or_all_tenants(tmp_path: Path, capsys: Any) -> None:
     path = tmp_path / "empty.db"
     EvidenceStore(path).close()
     assert main(["verify", "--db", str(path), "--all-tenants"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["tenants_checked"] == 0
-    assert "no versions in this store: nothing was verified" in captured.err
+    assert "no records in this store: nothing was verified" in captured.err
     for wrong, says in (
         ([], "one of the arguments --tenant --all-tenants is required"),
         (["--tenant", "t", "--all-tenants"], "argument --all-tenants: not allowed with argument --tenant"),

@@ -48,8 +48,13 @@ VERSION_SQL = _walk("?3") + " AND seq = ?3"
 CHAIN_SQL = f"SELECT {_COLUMNS} FROM evidence_versions WHERE tenant = ?1 ORDER BY chain_seq"
 # CHAIN_SQL with each version's previous last, for verify().
 LINKED_CHAIN_SQL = f"SELECT {_COLUMNS}, previous FROM evidence_versions WHERE tenant = ?1 ORDER BY chain_seq"
-# Every tenant with versions (a forgotten record's tombstone is one), in code point order.
-TENANTS_SQL = "SELECT DISTINCT tenant FROM evidence_versions ORDER BY tenant"
+# Every tenant the store holds rows of, in code point order: with versions (a forgotten
+# record's tombstone is one), and also with only a current or forgotten row left (a history
+# damaged outside pyevidence), so that a check of every tenant sees those too.
+TENANTS_SQL = (
+    "SELECT tenant FROM evidence_versions UNION SELECT tenant FROM evidence_current"
+    " UNION SELECT tenant FROM evidence_forgotten ORDER BY tenant"
+)
 FORGOTTEN_SQL = "SELECT record_id, chain_seq FROM evidence_forgotten WHERE tenant = ?1 ORDER BY record_id"
 CURRENT_SQL = (
     "SELECT record_id, version, content_hash, revision, kind, body, source, expires_at"
