@@ -128,6 +128,7 @@ def test_every_call_on_an_inherited_store_is_refused_at_once_even_with_its_lock_
         "history": lambda: store.history(tenant="team-a", record_id="r1"),
         "get_version": lambda: store.get_version(tenant="team-a", record_id="r1", version=version),
         "verify": lambda: store.verify(tenant="team-a"),
+        "tenants": store.tenants,
         "reindex": store.reindex,
         "check_index": store.check_index,
         "backup": lambda: store.backup(tmp_path / "copy.db"),
