@@ -897,21 +897,11 @@ def _unchanged(store: EvidenceStore, records: list[Record]) -> list[bool]:
             unchanged.append(previous == record)
         else:
             digest = stored.get(key)
-            unchanged.append(digest is not None and digest == _content_hash(record))
+            unchanged.append(
+                digest is not None and digest == versions.content_hash(*(getattr(record, f) for f in COLUMNS))
+            )
         before[key] = record
     return unchanged
-
-
-def _content_hash(record: Record) -> str:
-    return versions.content_hash(
-        record.tenant,
-        record.record_id,
-        record.revision,
-        record.kind,
-        record.body,
-        record.source,
-        record.expires_at,
-    )
 
 
 def _repeats(records: list[Record]) -> bool:
