@@ -1,4 +1,4 @@
-"""Bulk import and export: JSONL and CSV files, a directory of documents, one tenant's JSONL.
+"""Bulk import and export: JSONL and CSV files, a directory of documents, a tenant's or the store's JSONL.
 
     from pyevidence import EvidenceStore, bulk
     with EvidenceStore("evidence.db") as store:
@@ -6,6 +6,7 @@
         bulk.import_dir(store, "docs/", tenant="team-a", kind="runbook", revision="v1", expires_at=N)
         with open("team-a.jsonl", "w", encoding="utf-8") as out:
             bulk.export_jsonl(store, out, tenant="team-a", history=True)
+        bulk.export_all_jsonl(store, "everything.jsonl")   # every tenant, one snapshot
 
 Every record of a file is read and checked before the first one is written, so a
 bad record (reported with its line and field, every one of them) leaves the store
@@ -416,10 +417,27 @@ def export_jsonl(
     Vectors are not exported; a store opened with an embedder computes them again on import."""
     tenant = validation.tenant(tenant, store._limits)
     validation.flag("history", history)
+    (report,) = _export_to(out, lambda stream: _export(store, stream, [tenant], history))
+    return report
+
+
+def export_all_jsonl(
+    store: EvidenceStore, out: IO[str] | str | os.PathLike[str], *, history: bool = False
+) -> tuple[ExportReport, ...]:
+    """export_jsonl of every tenant of the store, in tenant order (code points), into one
+    file, from one snapshot of the whole store: one report per tenant. Each line names its
+    tenant, so importing the file into an empty store gives every tenant back."""
+    validation.flag("history", history)
+    return _export_to(out, lambda stream: _export(store, stream, None, history))
+
+
+def _export_to(
+    out: IO[str] | str | os.PathLike[str], export: Callable[[IO[str]], tuple[ExportReport, ...]]
+) -> tuple[ExportReport, ...]:
     if isinstance(out, (str, os.PathLike)):
         with open(out, "x", encoding="utf-8", newline="\n") as new_file:
             try:
-                return _export(store, new_file, tenant, history)
+                return export(new_file)
             except BaseException:
                 new_file.close()
                 os.unlink(out)
@@ -429,37 +447,56 @@ def export_jsonl(
         raise ValidationError(
             "out", f"must be a new file's path or a text stream opened for writing; got {got}"
         )
-    return _export(store, out, tenant, history)
+    return export(out)
 
 
-def _export(store: EvidenceStore, out: IO[str], tenant: str, history: bool) -> ExportReport:
+def _export(
+    store: EvidenceStore, out: IO[str], tenants: list[str] | None, history: bool
+) -> tuple[ExportReport, ...]:
+    """The lines of ``tenants`` (None: every tenant of the store), read a page at a time
+    inside one snapshot, so memory stays bounded whatever a tenant holds."""
     with store._engine_locked() as engine, engine.snapshot():
-        if history:
-            rows = engine.select(versions.CHAIN_SQL, (tenant,))
-        else:
-            rows = engine.select(_CURRENT_SQL, (tenant,))
+        if tenants is None:
+            tenants = [tenant for (tenant,) in engine.select(versions.TENANTS_SQL)]
+        return tuple(_export_tenant(engine, out, tenant, history) for tenant in tenants)
+
+
+def _export_tenant(engine: Any, out: IO[str], tenant: str, history: bool) -> ExportReport:
     written = left_out = 0
     differs_from = None
-    for row in rows:
-        if history:
-            version = Version(*row)
-            if version.body is None:  # forgotten, or the tombstone of a forget: no content left
-                left_out += 1
-                differs_from = differs_from or version.chain_seq
-                continue
-            fields = (version.record_id, version.revision, version.kind, version.body, version.source)
-            record = dict(zip(_EXPORTED[:5], fields, strict=True), expires_at=version.expires_at)
-        else:
-            record = dict(zip(_EXPORTED, row, strict=True))
-        out.write(json.dumps({**record, "tenant": tenant}, sort_keys=True, separators=(",", ":")) + "\n")
-        written += 1
+    after: str | int = 0 if history else ""  # before the first chain position, the first record_id
+    while True:
+        page_sql = versions.CHAIN_PAGE_SQL if history else _CURRENT_PAGE_SQL
+        rows = engine.select(page_sql, (tenant, after, _PAGE))
+        for row in rows:
+            if history:
+                version = Version(*row)
+                after = version.chain_seq
+                if version.body is None:  # forgotten, or the tombstone of a forget: no content left
+                    left_out += 1
+                    differs_from = differs_from or version.chain_seq
+                    continue
+                fields = (version.record_id, version.revision, version.kind, version.body, version.source)
+                record = dict(zip(_EXPORTED[:5], fields, strict=True), expires_at=version.expires_at)
+            else:
+                record = dict(zip(_EXPORTED, row, strict=True))
+                after = row[0]  # its record_id
+            out.write(json.dumps({**record, "tenant": tenant}, sort_keys=True, separators=(",", ":")) + "\n")
+            written += 1
+        if len(rows) < _PAGE:
+            break
     return ExportReport(
         tenant=tenant, written=written, history=history, left_out=left_out, chain_differs_from=differs_from
     )
 
 
 _EXPORTED = ("record_id", "revision", "kind", "body", "source", "expires_at")
-_CURRENT_SQL = f"SELECT {', '.join(_EXPORTED)} FROM evidence WHERE tenant = ?1 ORDER BY record_id"
+# The current records a page at a time, by the index by record: those after record_id ?2.
+_CURRENT_PAGE_SQL = (
+    f"SELECT {', '.join(_EXPORTED)} FROM evidence"
+    " WHERE tenant = ?1 AND record_id > ?2 ORDER BY record_id LIMIT ?3"
+)
+_PAGE = 1000  # rows a statement: a few hundred KB of a corpus like the benchmark's
 
 
 def _format_of(name: str, format: str | None) -> str:

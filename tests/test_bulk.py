@@ -98,6 +98,82 @@ def test_a_history_export_leaves_forgotten_versions_out_and_says_where_the_chain
     assert copy.verify(tenant="team-a").ok
 
 
+def populate_tenants(store: EvidenceStore) -> None:
+    """populate(), a tenant named past ASCII, and one whose only record was forgotten."""
+    populate(store)
+    store.put(**record(tenant="équipe", record_id="r1", body="l'équipe"))
+    store.put(**record(tenant="gone", record_id="r1", body="soon forgotten"))
+    store.forget(tenant="gone", record_id="r1")
+
+
+def export_all(store: EvidenceStore, *, history: bool = False) -> tuple[str, tuple[bulk.ExportReport, ...]]:
+    out = io.StringIO()
+    reports = bulk.export_all_jsonl(store, out, history=history)
+    return out.getvalue(), reports
+
+
+@pytest.mark.parametrize("history", [False, True])
+def test_export_of_every_tenant_is_each_tenants_export_in_tenant_order_and_imports_back(
+    open_store: Any, history: bool
+) -> None:
+    original = open_store()
+    populate_tenants(original)
+    text, reports = export_all(original, history=history)
+    tenants = ["gone", "team-a", "team-b", "équipe"]  # code point order
+    assert [report.tenant for report in reports] == tenants
+    assert text == "".join(export(original, tenant=tenant, history=history) for tenant in tenants)
+    gone = reports[0]
+    assert (gone.written, gone.left_out, gone.chain_differs_from) == ((0, 2, 1) if history else (0, 0, None))
+    copy = open_store()
+    import_text(copy, text)
+    assert export_all(copy, history=history)[0] == text
+    assert copy.tenants() == ("team-a", "team-b", "équipe")  # the forgotten tenant left nothing to import
+    if history:  # every tenant's chain came over: the same versions, numbers and hashes
+        for tenant in ("team-a", "team-b", "équipe"):
+            assert copy.history(tenant=tenant, record_id="queue" if tenant != "équipe" else "r1") == (
+                original.history(tenant=tenant, record_id="queue" if tenant != "équipe" else "r1")
+            )
+    assert all(copy.verify(tenant=tenant).ok for tenant in copy.tenants())
+    assert export_all(open_store()) == ("", ())  # an empty store: no lines, no tenants
+
+
+@pytest.mark.parametrize("history", [False, True])
+def test_export_reads_a_page_at_a_time_from_one_snapshot_of_the_store(
+    open_store: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, history: bool
+) -> None:
+    """A tenant larger than a page comes out whole and in order, and writes that commit while
+    the export runs (here, at its first line) are not in it."""
+    path = tmp_path / "paged.db"
+    store = open_store(path)
+    populate_tenants(store)
+    store.put_many([record(record_id=f"r{n:02d}", body=f"page {n}") for n in range(7)])
+    before, _ = export_all(store, history=history)
+    other = open_store(path)
+
+    class WritesAtFirstLine(io.StringIO):
+        def write(self, text: str) -> int:
+            if not self.tell():
+                other.put(**record(record_id="r03", body="changed meanwhile"))
+                other.put(**record(tenant="aaa", record_id="new", body="a tenant added meanwhile"))
+                other.forget(tenant="team-b", record_id="queue")
+            return super().write(text)
+
+    monkeypatch.setattr(bulk, "_PAGE", 2)
+    out = WritesAtFirstLine()
+    bulk.export_all_jsonl(store, out, history=history)
+    assert out.getvalue() == before
+    assert export_all(store, history=history)[0] != before  # the writes did land
+
+
+def test_each_page_of_an_export_is_a_search_of_an_index_not_a_sort() -> None:
+    """A page that sorted the tenant's rows would make an export of n rows cost n * n / 1000."""
+    with EvidenceStore(":memory:", engine="python") as store:
+        connection = store._engine._conn
+        for sql in (bulk._CURRENT_PAGE_SQL, bulk.versions.CHAIN_PAGE_SQL):
+            plan = [row[-1] for row in connection.execute(f"EXPLAIN QUERY PLAN {sql}", ("t", "", 2))]
+            assert all(step.startswith("SEARCH") for step in plan), plan
+
+
 BAD_JSONL = "\n".join(
     [
         json.dumps(record(record_id="good-1")),
@@ -304,6 +380,27 @@ def test_cli_import_and_export_round_trip_through_stdin_and_a_file(tmp_path: Pat
     assert out.read_text(encoding="utf-8") == exported.stdout
     refused = cli("export", "--db", str(tmp_path / "b.db"), "--tenant", "team-a", "--out", str(out))
     assert refused.returncode == 2 and f"out: {out}: File exists" in refused.stderr
+
+
+def test_cli_exports_every_tenant_or_one_never_both(tmp_path: Path) -> None:
+    with EvidenceStore(tmp_path / "a.db", engine="python") as store:
+        populate_tenants(store)
+    db = str(tmp_path / "a.db")
+    every = cli("export", "--db", db, "--all-tenants", "--history")
+    assert (every.returncode, every.stderr) == (
+        0,
+        "pyevidence: exported 7 versions of 4 tenants; left out 2 forgotten versions (no content left) "
+        "of 1 tenant: their chain hashes will differ after an import from their first forgotten version on "
+        "(tenant 'gone': position 1)\n",
+    )
+    imported = cli("import", "--db", str(tmp_path / "b.db"), "-", stdin=every.stdout)
+    assert imported.returncode == 0
+    assert cli("export", "--db", str(tmp_path / "b.db"), "--all-tenants", "--history").stdout == every.stdout
+    plain = cli("export", "--db", db, "--all-tenants")
+    assert (plain.returncode, plain.stderr) == (0, "pyevidence: exported 5 records of 4 tenants\n")
+    for args in (["--tenant", "team-a", "--all-tenants"], []):
+        refused = cli("export", "--db", db, *args)
+        assert refused.returncode == 2 and "--tenant" in refused.stderr and "--all-tenants" in refused.stderr
 
 
 def test_cli_import_reports_bad_lines_exits_2_and_writes_nothing(tmp_path: Path) -> None:

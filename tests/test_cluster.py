@@ -10,6 +10,7 @@ node program or client fails instead of skipping.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import re
@@ -30,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pyevidence import EvidenceStore
+from pyevidence import EvidenceStore, bulk
 from pyevidence.core.errors import EngineUnavailableError, SchemaError, StoreError, ValidationError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1241,6 +1242,28 @@ def test_large_writes_commit_at_the_documented_latency(tmp_path: Path) -> None:
             assert store.verify(tenant="team-a").ok
     finally:
         three.stop_all()
+
+
+def test_an_export_reads_a_cluster_a_page_at_a_time_as_it_reads_a_file(
+    cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk, "_PAGE", 2)
+    records = [record(i, tenant="export-a") for i in range(5)] + [record(1, tenant="export-a", body="again")]
+    exports = []
+    for where in (cluster.url(), tmp_path / "file.db"):
+        with EvidenceStore(where) as store:
+            store.put_many(records)
+            store.forget(tenant="export-a", record_id="r3")
+            one, history = io.StringIO(), io.StringIO()
+            bulk.export_jsonl(store, one, tenant="export-a")
+            bulk.export_jsonl(store, history, tenant="export-a", history=True)
+            every = io.StringIO()
+            reports = bulk.export_all_jsonl(store, every)
+            assert "export-a" in [report.tenant for report in reports]
+            assert one.getvalue() in every.getvalue()
+            exports.append((one.getvalue(), history.getvalue()))
+    assert exports[0] == exports[1]
+    assert exports[0][0].count("\n") == 4
 
 
 def test_the_command_line_takes_a_cluster_url(cluster: Cluster) -> None:

@@ -52,7 +52,11 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tenant", required=True)
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--tenant")
+    which.add_argument(
+        "--all-tenants", action="store_true", help="every tenant of the store, in tenant order, one snapshot"
+    )
     parser.add_argument("--history", action="store_true", help="every stored version, in the order written")
     parser.add_argument(
         "--out", metavar="FILE", help="write to FILE instead of stdout (FILE must not exist; - is stdout)"
@@ -223,20 +227,42 @@ class _Stdout:
 
 
 def run_export(args: argparse.Namespace) -> None:
+    def export(out: Any) -> tuple[bulk.ExportReport, ...]:
+        if args.all_tenants:
+            return bulk.export_all_jsonl(store, out, history=args.history)
+        return (bulk.export_jsonl(store, out, tenant=args.tenant, history=args.history),)
+
     with EvidenceStore(db_args.existing(args.db), engine=args.engine, read_only=True) as store:
         if args.out in (None, "-"):
             stdout = _Stdout()
-            report = bulk.export_jsonl(store, cast(TextIO, stdout), tenant=args.tenant, history=args.history)
+            reports = export(cast(TextIO, stdout))
             stdout.flush()  # here, not at exit: the summary says the output is whole
         else:
             # A path: a failed export leaves no file behind (a partial one would pass for a whole
             # one, and the retry would find --out taken).
-            report = bulk.export_jsonl(store, args.out, tenant=args.tenant, history=args.history)
-    noun = "version" if args.history else "record"
-    summary = f"pyevidence: exported {report.written:,} {noun}{'' if report.written == 1 else 's'}"
-    if report.left_out:
+            reports = export(args.out)
+    print(_export_summary(reports, history=args.history, all_tenants=args.all_tenants), file=sys.stderr)
+
+
+def _export_summary(reports: tuple[bulk.ExportReport, ...], *, history: bool, all_tenants: bool) -> str:
+    """The line export prints on stderr: what it wrote and, for a history, what it could not."""
+    written = sum(report.written for report in reports)
+    noun = "version" if history else "record"
+    summary = f"pyevidence: exported {written:,} {noun}{'' if written == 1 else 's'}"
+    if all_tenants:
+        summary += f" of {len(reports):,} tenant{'' if len(reports) == 1 else 's'}"
+    short = [report for report in reports if report.left_out]
+    if len(short) == 1 and not all_tenants:
         summary += (
-            f"; left out {report.left_out:,} forgotten versions (no content left): chain hashes from "
-            f"position {report.chain_differs_from} on will differ after an import"
+            f"; left out {short[0].left_out:,} forgotten versions (no content left): chain hashes from "
+            f"position {short[0].chain_differs_from} on will differ after an import"
         )
-    print(summary, file=sys.stderr)
+    elif short:
+        left_out = sum(report.left_out for report in short)
+        first = short[0]
+        summary += (
+            f"; left out {left_out:,} forgotten versions (no content left) of {len(short):,} "
+            f"tenant{'' if len(short) == 1 else 's'}: their chain hashes will differ after an import from "
+            f"their first forgotten version on (tenant {first.tenant!r}: position {first.chain_differs_from})"
+        )
+    return summary

@@ -46,6 +46,12 @@ def _walk(stop: str) -> str:
 HISTORY_SQL = _walk("0") + " ORDER BY seq"
 VERSION_SQL = _walk("?3") + " AND seq = ?3"
 CHAIN_SQL = f"SELECT {_COLUMNS} FROM evidence_versions WHERE tenant = ?1 ORDER BY chain_seq"
+# The chain a page at a time: the versions after chain position ?2, at most ?3 of them (an
+# export reads a tenant of any size this way without holding it in memory).
+CHAIN_PAGE_SQL = (
+    f"SELECT {_COLUMNS} FROM evidence_versions"
+    " WHERE tenant = ?1 AND chain_seq > ?2 ORDER BY chain_seq LIMIT ?3"
+)
 # CHAIN_SQL with each version's previous last, for verify().
 LINKED_CHAIN_SQL = f"SELECT {_COLUMNS}, previous FROM evidence_versions WHERE tenant = ?1 ORDER BY chain_seq"
 # Every tenant the store holds rows of, in code point order: with versions (a forgotten
