@@ -12,7 +12,7 @@ CC     ?= cc
 EXT_SOURCES  := csrc/evidence_ext.c csrc/evidence_overlap.c csrc/evidence_eligible.c csrc/evidence_hash.c \
                 csrc/evidence_docset.c csrc/evidence_search.c csrc/evidence_search_vtab.c \
                 csrc/evidence_utf8.c csrc/evidence_tokens.c csrc/evidence_tokenset.c
-STORE_SOURCES := $(EXT_SOURCES) csrc/evidence_store.c csrc/evidence_stmt_cache.c csrc/evidence_batch.c csrc/evidence_index_write.c
+STORE_SOURCES := $(EXT_SOURCES) csrc/evidence_store.c csrc/evidence_sigint.c csrc/evidence_stmt_cache.c csrc/evidence_batch.c csrc/evidence_index_write.c
 C_HEADERS    := $(wildcard csrc/*.h)
 C_TESTS      := csrc/test/token_overlap.test.sql csrc/test/evidence_eligible.test.sql csrc/test/evidence_hash.test.sql \
                 csrc/test/evidence_put.test.sql csrc/test/evidence_utf8.test.sql csrc/test/evidence_search.test.sql

@@ -15,6 +15,7 @@
 
 #include "evidence_batch.h"
 #include "evidence_search.h"
+#include "evidence_sigint.h"
 #include "evidence_sqlite.h"
 #include "evidence_stmt_cache.h"
 
@@ -130,6 +131,7 @@ int evidence_store_load_extension(EvidenceStore *p, const char *path, const char
 void evidence_store_close(EvidenceStore *p) {
   int i;
   if (p == 0) return;
+  evidenceSigintUnwatch(p->db);
   for (i = 0; i < N_STMT; i++) sqlite3_finalize(p->aStmt[i]);
   evidenceStmtCacheClear(&p->queries);
   evidenceBatchFree(p->pBatch);
@@ -139,6 +141,14 @@ void evidence_store_close(EvidenceStore *p) {
   sqlite3_free(p->zDenied);
   sqlite3_free(sqlite3_str_finish(p->pSchemaNames));
   sqlite3_free(p);
+}
+
+int evidence_store_watch_sigint(EvidenceStore *p) {
+  return p ? evidenceSigintWatch(p->db) : 0;
+}
+
+int evidence_store_unwatch_sigint(EvidenceStore *p) {
+  return p ? evidenceSigintUnwatch(p->db) : 0;
 }
 
 const char *evidence_store_errmsg(EvidenceStore *p) {

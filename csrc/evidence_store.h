@@ -152,6 +152,15 @@ int evidence_store_candidates(EvidenceStore *store, const char *tenant, size_t t
                               const char *revision, size_t revision_len, int64_t now, EvidenceRows **out);
 void evidence_rows_free(EvidenceRows *rows);
 
+/* Ctrl-C for a host that handles SIGINT when control comes back to it (Python): from
+** watch until unwatch, a SIGINT interrupts the statement the store runs (the call fails
+** with SQLITE_INTERRUPT, its transaction rolled back); every SIGINT still reaches the
+** host's handler (evidence_sigint.c). watch returns 0 and does nothing when SIGINT has
+** no handler (ignored, or the default); unwatch returns 1 if a SIGINT arrived. One store
+** is watched at a time, from the thread that handles the host's signals; close unwatches. */
+int evidence_store_watch_sigint(EvidenceStore *store);
+int evidence_store_unwatch_sigint(EvidenceStore *store);
+
 /* Copies the whole database into a new file at the file system path dest_path
 ** (a plain name, as for evidence_store_open), as one consistent snapshot (SQLite's
 ** online backup, all pages in one step, so writers on other connections may commit

@@ -587,7 +587,15 @@ class EvidenceStore:
                 end_interrupted = getattr(self._engine, "end_interrupted", None)
                 if end_interrupted is not None:  # what an interrupt of an earlier call left
                     end_interrupted()
-                yield self._engine
+                watch_ctrl_c = getattr(self._engine, "watch_ctrl_c", None)
+                if watch_ctrl_c is None:
+                    yield self._engine
+                    return
+                watch_ctrl_c()  # Ctrl-C stops a long C call as it runs (the native engine)
+                try:
+                    yield self._engine
+                finally:
+                    self._engine.unwatch_ctrl_c()
             finally:
                 self._lock_holder = None
 

@@ -5,6 +5,8 @@ not quietly added to a transaction that close() rolls back."""
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -296,3 +298,75 @@ def test_a_request_interrupted_while_it_waits_to_end_does_not_hold_up_forget() -
     with pytest.raises(KeyboardInterrupt):
         requests.end(token)
     assert _a_forget_ends(lock, requests), "forget waited for a request that had ended"
+
+
+# Ctrl-C (SIGINT, from a timer in the child) during calls that would run for a long time in C:
+# a query of the native engine that never ends, and a put_many of 300,000 records (seconds).
+_CTRL_C_CHILD = """
+import os, signal, sys, threading
+from pyevidence import EvidenceStore
+
+def ctrl_c_soon():
+    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+def record(i, tenant="t"):
+    return dict(tenant=tenant, record_id=f"r{i}", revision="v", kind="runbook",
+                body=f"queue lag {i}: restart the consumer, then watch the lag " * 4, source="s",
+                expires_at=9)
+
+with EvidenceStore(sys.argv[1], engine=sys.argv[2]) as store:
+    store.put_many([record(i, "u") for i in range(2000)])
+    if sys.argv[2] == "native":
+        ctrl_c_soon()
+        try:
+            store.query("SELECT count(*) FROM evidence_current a, evidence_current b, evidence_current c")
+        except KeyboardInterrupt:
+            print("query interrupted", flush=True)
+    ctrl_c_soon()
+    try:
+        store.put_many([record(i) for i in range(300000)])
+    except KeyboardInterrupt:
+        print("put_many interrupted", flush=True)
+    print(store.tenants(), flush=True)
+    store.put(**record(0))
+    print(store.retrieve(tenant="t", revision="v", query="queue", now=1).eligible_count, flush=True)
+"""
+
+
+def test_ctrl_c_stops_a_long_call_as_it_runs_and_the_store_goes_on(engine: str, tmp_path: Path) -> None:
+    """The native engine runs a call in C, where Python's own handling of SIGINT waits for the
+    call to return: the query here would never return, and the put_many would take seconds.
+    Each stops with KeyboardInterrupt, the put_many writes nothing, and the store takes the
+    next call."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_CHILD, str(tmp_path / "s.db"), engine],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, "")
+    interrupted = ["query interrupted"] if engine == "native" else []
+    assert done.stdout.splitlines() == [*interrupted, "put_many interrupted", "('u',)", "1"]
+
+
+_OWN_HANDLER_CHILD = """
+import os, signal, sys, threading
+from pyevidence import EvidenceStore
+
+heard = []
+signal.signal(signal.SIGINT, lambda number, frame: heard.append(number))
+with EvidenceStore(sys.argv[1], engine="native") as store:
+    records = [dict(tenant="t", record_id=f"r{i}", revision="v", kind="runbook",
+                    body=f"queue lag {i}: restart the consumer, then watch the lag " * 4, source="s",
+                    expires_at=9) for i in range(200000)]
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()  # during the put_many
+    store.put_many(records)  # heard by the program's handler, and not stopped
+    print(len(heard), store.retrieve(tenant="t", revision="v", query="queue", now=1).eligible_count)
+"""
+
+
+def test_a_programs_own_sigint_handler_is_left_to_act_as_it_does(tmp_path: Path) -> None:
+    pytest.importorskip("pyevidence.storage._native")
+    done = subprocess.run(
+        [sys.executable, "-c", _OWN_HANDLER_CHILD, str(tmp_path / "s.db")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, "1 200000\n", "")

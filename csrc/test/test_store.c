@@ -7,6 +7,8 @@
 ** token_overlap() calls; run plain, under ASan+UBSan and under valgrind.
 ** Prints each failure, then "N passed, N failed".
 */
+#define _POSIX_C_SOURCE 200809L /* sigaction() under -std=c11 */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -670,6 +672,72 @@ static void testUncheckedBatchThatFails(EvidenceStore *p) {
   free(b);
 }
 
+static volatile sig_atomic_t nHostSigints = 0;
+
+static void hostSigint(int sig) {
+  (void)sig;
+  nHostSigints++;
+}
+
+static void setSigint(void (*handler)(int)) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  CHECK(sigaction(SIGINT, &action, 0) == 0);
+}
+
+/* Ctrl-C while a store is watched stops its statement, and the host still hears it. */
+static void testSigint(void) {
+  /* Many more than the progress handler's 1,000 instructions, and quick. */
+  static const char zWork[] =
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) SELECT count(*) FROM "
+      "n";
+  static const char zEndless[] =
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n";
+  const int SQLITE_INTERRUPT_RC = 9;
+  EvidenceStore *a = 0, *b = 0;
+  setSigint(hostSigint);
+  CHECK(evidence_store_open(":memory:", 0, &a) == 0);
+  CHECK(evidence_store_open(":memory:", 0, &b) == 0);
+
+  CHECK(evidence_store_watch_sigint(a) == 1);
+  CHECK(evidence_store_exec(a, zWork, strlen(zWork)) == 0); /* no SIGINT: it runs */
+  raise(SIGINT);
+  CHECK(nHostSigints == 1);
+  CHECK(evidence_store_exec(a, zEndless, strlen(zEndless)) == SQLITE_INTERRUPT_RC);
+  CHECK(evidence_store_unwatch_sigint(a) == 1);
+  CHECK(evidence_store_unwatch_sigint(a) == 0);
+  CHECK(evidence_store_exec(a, zWork, strlen(zWork)) == 0);
+  raise(SIGINT); /* unwatched: only the host hears it */
+  CHECK(nHostSigints == 2);
+  CHECK(evidence_store_exec(a, zWork, strlen(zWork)) == 0);
+
+  /* A watch left behind moves to the store watched next. */
+  CHECK(evidence_store_watch_sigint(a) == 1);
+  CHECK(evidence_store_watch_sigint(b) == 1);
+  raise(SIGINT);
+  CHECK(nHostSigints == 3);
+  CHECK(evidence_store_exec(a, zWork, strlen(zWork)) == 0);
+  CHECK(evidence_store_exec(b, zEndless, strlen(zEndless)) == SQLITE_INTERRUPT_RC);
+  CHECK(evidence_store_unwatch_sigint(a) == 0);
+  evidence_store_close(b); /* ends its watch: a is watched again, not a closed connection */
+  CHECK(evidence_store_watch_sigint(a) == 1);
+  CHECK(evidence_store_exec(a, zWork, strlen(zWork)) == 0);
+
+  /* SIGINT ignored, or left to end the process: no handler to pass it to, no watch, and a
+  ** watch left behind on the same store ends. */
+  setSigint(SIG_IGN);
+  raise(SIGINT);
+  CHECK(evidence_store_watch_sigint(a) == 0);
+  CHECK(evidence_store_exec(a, zWork, strlen(zWork)) == 0);
+  setSigint(SIG_DFL);
+  CHECK(evidence_store_watch_sigint(a) == 0);
+  CHECK(evidence_store_watch_sigint(0) == 0 && evidence_store_unwatch_sigint(0) == 0);
+  CHECK(nHostSigints == 3);
+  evidence_store_close(a);
+}
+
 int main(int argc, char **argv) {
   EvidenceStore *p = 0;
   char *zSchema;
@@ -701,6 +769,7 @@ int main(int argc, char **argv) {
   evidence_store_close(p);
 
   testPlainNames();
+  testSigint();
 
   printf("%d passed, %d failed\n", nPass, nFail);
   return nFail ? 1 : 0;

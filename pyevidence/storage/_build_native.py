@@ -16,6 +16,7 @@ from cffi import FFI
 # Paths relative to the project root, where setup.py runs the build.
 SOURCES = [
     "csrc/evidence_store.c",
+    "csrc/evidence_sigint.c",
     "csrc/evidence_stmt_cache.c",
     "csrc/evidence_batch.c",
     "csrc/evidence_index_write.c",

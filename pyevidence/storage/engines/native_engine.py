@@ -15,6 +15,7 @@ Python objects and frees it in a ``finally`` before returning.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +30,12 @@ from .. import schema
 from .._native import ffi, lib
 from ..index import rebuild
 from ..paths import DatabasePath, open_failure_hint
+
+try:  # the C function itself: signal.getsignal() also looks the handler up as an enum (2 µs a call)
+    from _signal import getsignal as _getsignal  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - CPython has it
+    from signal import getsignal as _getsignal
+from signal import SIGINT, default_int_handler
 
 SQLITE_OK = 0
 _INTEGER, _FLOAT, _TEXT, _BLOB, _NULL = 1, 2, 3, 4, 5
@@ -188,6 +195,25 @@ class NativeEngine:
         its connection (store.query() is read-only), so an open one here is such a leftover."""
         self.end_interrupted()
         self._exec(sql, doing)
+
+    def watch_ctrl_c(self) -> None:
+        """From here until unwatch_ctrl_c(), Ctrl-C stops a C call as it runs, not only once it
+        returns (csrc/evidence_sigint.c): its statement fails, rolled back, and KeyboardInterrupt
+        is raised as the call returns. Only in the main thread, which handles signals, and only
+        while SIGINT raises KeyboardInterrupt: a program's own SIGINT handler acts as before."""
+        if self._store == ffi.NULL:
+            return
+        if (
+            threading.get_ident() == threading.main_thread().ident
+            and _getsignal(SIGINT) is default_int_handler
+        ):
+            lib.evidence_store_watch_sigint(self._store)
+        else:
+            lib.evidence_store_unwatch_sigint(self._store)  # a watch an interrupt left behind
+
+    def unwatch_ctrl_c(self) -> None:
+        if self._store != ffi.NULL:
+            lib.evidence_store_unwatch_sigint(self._store)
 
     def end_interrupted(self) -> None:
         """A transaction a call interrupted twice (in its own cleanup) left open. EvidenceStore
