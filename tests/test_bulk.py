@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from helpers import record
 
-from pyevidence import EvidenceStore, StoreError, bulk
+from pyevidence import EvidenceStore, Limits, StoreError, bulk
 
 CLI = [sys.executable, "-m", "pyevidence"]
 
@@ -401,6 +401,23 @@ def test_cli_exports_every_tenant_or_one_never_both(tmp_path: Path) -> None:
     for args in (["--tenant", "team-a", "--all-tenants"], []):
         refused = cli("export", "--db", db, *args)
         assert refused.returncode == 2 and "--tenant" in refused.stderr and "--all-tenants" in refused.stderr
+
+
+def test_cli_exports_a_tenant_stored_under_larger_limits_alone_as_among_every_tenant(
+    tmp_path: Path, engine: str
+) -> None:
+    """export reads what the store holds, as verify does: a tenant whose name the default
+    Limits refuse, which --all-tenants exports, exports with --tenant too."""
+    db = tmp_path / "large.db"
+    tenant = "t" * 2000  # over the default 1,024 bytes of an identifying field
+    with EvidenceStore(db, engine=engine, limits=Limits(max_field_bytes=4096)) as store:
+        store.put(**record(tenant=tenant, record_id="big", body="a tenant named at length"))
+        store.put(**record(tenant="small", record_id="r1", body="a tenant of the defaults"))
+    every = cli("export", "--db", str(db), "--engine", engine, "--all-tenants")
+    assert every.returncode == 0 and every.stderr == "pyevidence: exported 2 records of 2 tenants\n"
+    alone = cli("export", "--db", str(db), "--engine", engine, "--tenant", tenant)
+    assert (alone.returncode, alone.stderr) == (0, "pyevidence: exported 1 record\n")
+    assert alone.stdout == every.stdout.splitlines(keepends=True)[1]
 
 
 def test_cli_import_reports_bad_lines_exits_2_and_writes_nothing(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any, TextIO, cast
 from .. import bulk
 from ..core import validation
 from ..core.errors import NoSchema, ValidationError
+from ..core.limits import ANY_SIZE
 from ..core.records import KINDS
 from ..storage import paths
 from ..store import EvidenceStore
@@ -232,7 +233,10 @@ def run_export(args: argparse.Namespace) -> None:
             return bulk.export_all_jsonl(store, out, history=args.history)
         return (bulk.export_jsonl(store, out, tenant=args.tenant, history=args.history),)
 
-    with EvidenceStore(db_args.existing(args.db), engine=args.engine, read_only=True) as store:
+    # No Limits, as verify: an export reads what the store holds, so a tenant stored under larger
+    # Limits than the defaults exports alone as it does among every tenant.
+    db = db_args.existing(args.db)
+    with EvidenceStore(db, engine=args.engine, read_only=True, limits=ANY_SIZE) as store:
         if args.out in (None, "-"):
             stdout = _Stdout()
             reports = export(cast(TextIO, stdout))
