@@ -40,7 +40,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -458,33 +458,47 @@ def _export(
     with store._engine_locked() as engine, engine.snapshot():
         if tenants is None:
             tenants = [tenant for (tenant,) in engine.select(versions.TENANTS_SQL)]
-        return tuple(_export_tenant(engine, out, tenant, history) for tenant in tenants)
+        if engine.name != "cluster":
+            return tuple(
+                _export_tenant(out, tenant, _rows(engine, tenant, history), history) for tenant in tenants
+            )
+        # A cluster's open read transaction keeps every writer out ("database is locked"), so
+        # its rows are all read first (the engine keeps them anyway, to check a new leader's
+        # answers against) and the lines written after the snapshot ends, however slowly
+        # their reader takes them.
+        read = [(tenant, list(_rows(engine, tenant, history))) for tenant in tenants]
+    return tuple(_export_tenant(out, tenant, rows, history) for tenant, rows in read)
 
 
-def _export_tenant(engine: Any, out: IO[str], tenant: str, history: bool) -> ExportReport:
-    written = left_out = 0
-    differs_from = None
+def _rows(engine: Any, tenant: str, history: bool) -> Iterator[tuple[Any, ...]]:
+    """The tenant's current rows by record_id, or with ``history`` its versions in chain
+    order, a page at a time: each page those after the last one's."""
+    page_sql = versions.CHAIN_PAGE_SQL if history else _CURRENT_PAGE_SQL
     after: str | int = 0 if history else ""  # before the first chain position, the first record_id
     while True:
-        page_sql = versions.CHAIN_PAGE_SQL if history else _CURRENT_PAGE_SQL
         rows = engine.select(page_sql, (tenant, after, _PAGE))
-        for row in rows:
-            if history:
-                version = Version(*row)
-                after = version.chain_seq
-                if version.body is None:  # forgotten, or the tombstone of a forget: no content left
-                    left_out += 1
-                    differs_from = differs_from or version.chain_seq
-                    continue
-                fields = (version.record_id, version.revision, version.kind, version.body, version.source)
-                record = dict(zip(_EXPORTED[:5], fields, strict=True), expires_at=version.expires_at)
-            else:
-                record = dict(zip(_EXPORTED, row, strict=True))
-                after = row[0]  # its record_id
-            out.write(json.dumps({**record, "tenant": tenant}, sort_keys=True, separators=(",", ":")) + "\n")
-            written += 1
+        yield from rows
         if len(rows) < _PAGE:
-            break
+            return
+        after = Version(*rows[-1]).chain_seq if history else rows[-1][0]  # the last row's place
+
+
+def _export_tenant(out: IO[str], tenant: str, rows: Iterable[tuple[Any, ...]], history: bool) -> ExportReport:
+    written = left_out = 0
+    differs_from = None
+    for row in rows:
+        if history:
+            version = Version(*row)
+            if version.body is None:  # forgotten, or the tombstone of a forget: no content left
+                left_out += 1
+                differs_from = differs_from or version.chain_seq
+                continue
+            fields = (version.record_id, version.revision, version.kind, version.body, version.source)
+            record = dict(zip(_EXPORTED[:5], fields, strict=True), expires_at=version.expires_at)
+        else:
+            record = dict(zip(_EXPORTED, row, strict=True))
+        out.write(json.dumps({**record, "tenant": tenant}, sort_keys=True, separators=(",", ":")) + "\n")
+        written += 1
     return ExportReport(
         tenant=tenant, written=written, history=history, left_out=left_out, chain_differs_from=differs_from
     )

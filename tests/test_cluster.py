@@ -1266,6 +1266,32 @@ def test_an_export_reads_a_cluster_a_page_at_a_time_as_it_reads_a_file(
     assert exports[0][0].count("\n") == 4
 
 
+def test_a_cluster_export_lets_writes_in_while_it_writes_its_lines(
+    cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export's read transaction ends before its lines are written, where a cluster's open
+    read transaction keeps every writer out ('database is locked' after the busy timeout):
+    a slow reader of the output would stop the cluster's writes. The writes made meanwhile
+    are not in the export, on a cluster as on a file."""
+    monkeypatch.setattr(bulk, "_PAGE", 2)
+    for where in (cluster.url(), tmp_path / "file.db"):
+        with EvidenceStore(where) as store, EvidenceStore(where) as other:
+            store.put_many([record(i, tenant="export-w") for i in range(5)])
+            before = io.StringIO()
+            bulk.export_all_jsonl(store, before)
+
+            class WritesAtFirstLine(io.StringIO):
+                def write(self, text: str) -> int:
+                    if not self.tell():
+                        other.put(**record(9, tenant="export-w", body="written meanwhile"))
+                    return super().write(text)
+
+            out = WritesAtFirstLine()
+            bulk.export_all_jsonl(store, out)
+            assert out.getvalue() == before.getvalue()
+            assert other.history(tenant="export-w", record_id="r9")[-1].body == "written meanwhile"
+
+
 def test_the_command_line_takes_a_cluster_url(cluster: Cluster) -> None:
     url = cluster.url()
     cli = [sys.executable, "-m", "pyevidence"]
