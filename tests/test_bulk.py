@@ -401,6 +401,8 @@ def test_cli_exports_every_tenant_or_one_never_both(tmp_path: Path) -> None:
     for args in (["--tenant", "team-a", "--all-tenants"], []):
         refused = cli("export", "--db", db, *args)
         assert refused.returncode == 2 and "--tenant" in refused.stderr and "--all-tenants" in refused.stderr
+    said = " ".join(cli("export", "--help").stdout.split())  # argparse wraps the lines
+    assert "or every tenant's, as JSONL" in said
 
 
 def test_cli_exports_a_tenant_stored_under_larger_limits_alone_as_among_every_tenant(

@@ -20,7 +20,9 @@ from . import db_args, number_args
 from .progress import IndexProgress, announce_upgrade
 
 IMPORT_DESCRIPTION = "import records from JSONL or CSV (all or none), or one record per document of a folder"
-EXPORT_DESCRIPTION = "write one tenant's current records (or, with --history, every version) as JSONL"
+EXPORT_DESCRIPTION = (
+    "write one tenant's current records (or, with --history, every version), or every tenant's, as JSONL"
+)
 
 
 def add_import_arguments(parser: argparse.ArgumentParser) -> None:
