@@ -23,6 +23,8 @@ from typing import Any
 from .core import validation
 from .core.errors import ValidationError
 from .core.records import KINDS, VERSION_PATTERN, Retrieval, Version
+from .core.strict_json import shown
+from .core.tokens import token_set
 from .store import ScopedStore
 
 _RECORD_ID = {"type": "string", "minLength": 1, "description": "the record_id, as returned in a hit"}
@@ -140,6 +142,8 @@ INSTRUCTIONS = (
 )
 NO_EVIDENCE = "No evidence found in scope. This does not mean there is no problem: gather fresh telemetry."
 NOT_IN_SCOPE = "No such version of this record in this scope."
+# What a word is to the search (core.tokens): said wherever a result reports that none matched.
+WORD_RULE = "a word here is a run of ASCII letters and digits; other letters never match"
 
 
 def no_evidence_note(found_any: bool) -> dict[str, str]:
@@ -198,6 +202,14 @@ def _check_fields(spec: Mapping[str, Any], arguments: Any) -> None:
 def _retrieve(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now: int) -> dict[str, Any]:
     query = validation.text("query", arguments["query"])
     limit = validation.limit(arguments.get("limit", 5))
+    # Such a query finds nothing whatever the records hold (a Russian runbook for a Russian query):
+    # "no evidence found" would be false, so the model is told to rephrase instead.
+    if not token_set(query):
+        raise ValidationError(
+            "query",
+            f"has no word this search can match ({WORD_RULE}), so it could find nothing; "
+            f"use the ASCII words the records would use; got {shown(query)}",
+        )
     result = scoped.retrieve(revision=revision, query=query, now=now, limit=limit)
     hits = [
         {

@@ -127,7 +127,8 @@ def test_each_read_tool_answers_from_the_bound_tenant_and_revision(tmp_path: Pat
 
             error, text, empty = await call(session, "retrieve_evidence", {"query": "disk full"})
             assert not error and empty == {"hits": [], "eligible_count": 1, "note": tool.NO_EVIDENCE}
-            assert text == f"{tool.NO_EVIDENCE} (1 record(s) in scope, none sharing a word with the query.)"
+            why = f"1 record(s) in scope, none sharing a word with the query ({tool.WORD_RULE})"
+            assert text == f"{tool.NO_EVIDENCE} ({why}.)"
 
     run(check)
 

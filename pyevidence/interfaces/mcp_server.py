@@ -89,7 +89,7 @@ def render(name: str, result: dict[str, Any]) -> str:
         if not result["hits"]:
             count = result["eligible_count"]
             why = (
-                f"{count} record(s) in scope, none sharing a word with the query"
+                f"{count} record(s) in scope, none sharing a word with the query ({tool.WORD_RULE})"
                 if count
                 else "nothing in scope"
             )

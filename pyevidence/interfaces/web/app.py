@@ -32,6 +32,7 @@ from ... import tool
 from ...core import jsonout, validation
 from ...core.errors import EvidenceError, ValidationError
 from ...core.records import Version, parse_version
+from ...core.tokens import token_set
 from ...store import ScopedStore
 from ..clock import Clock
 from . import text
@@ -259,6 +260,9 @@ class Pages:
             result=result,
             hits=hits,
             no_evidence=tool.NO_EVIDENCE,
+            # a query with no word can match nothing, and "none sharing a word" would be false
+            has_words=bool(token_set(query)),
+            word_rule=tool.WORD_RULE,
             asked=asked,
             json_url=_url("/", q=query, **asked, format="json"),
         )

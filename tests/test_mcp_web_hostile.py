@@ -1,0 +1,70 @@
+"""Hostile input against the MCP tools and the web page, found by a review: each test failed
+before its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pyevidence import EvidenceStore, ValidationError, tool
+
+pytest.importorskip("starlette", reason="the web extra is not installed: pip install -e '.[web]'")
+from starlette.testclient import TestClient
+
+from pyevidence.interfaces.clock import Clock
+from pyevidence.interfaces.mcp_server import render
+from pyevidence.interfaces.web.app import create_app
+
+FAR = 10**12
+# Queries in which the token rule finds no word: non-ASCII letters (a Russian or a fullwidth
+# "queue", which a Russian runbook shares word for word) and punctuation.
+NO_WORD = ("очередь", "ｑｕｅｕｅ", "!!!", "\x00")
+
+
+def _russian_runbook(path: Path, engine: str) -> None:
+    with EvidenceStore(path, engine=engine) as store:
+        store.put(tenant="team-a", record_id="queue-ru", revision="v1", kind="runbook",
+                  expires_at=FAR, source="runbook://queue-ru", body="очередь переполнена")  # fmt: skip
+
+
+def test_a_query_with_no_word_the_search_matches_is_refused_not_answered_no_evidence(
+    engine: str, tmp_path: Path
+) -> None:
+    """The token rule matches runs of ASCII letters and digits only, so a query with none finds
+    nothing whatever the records say. retrieve_evidence answered it "no evidence found (1 record(s)
+    in scope, none sharing a word with the query)", which is false when a record holds the very
+    word: the tool says what was wrong with the query instead."""
+    path = tmp_path / "e.db"
+    _russian_runbook(path, engine)
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        scoped = store.scoped(tenant="team-a")
+        for query in NO_WORD:
+            with pytest.raises(ValidationError) as refused:
+                tool.run_tool("retrieve_evidence", scoped, {"query": query}, revision="v1", now=100)
+            assert refused.value.field == "query"
+            assert "no word this search can match" in str(refused.value)
+            assert "ASCII letters and digits" in str(refused.value)
+        # A query with one word still searches, and the text says what a word is here.
+        found = tool.run_tool("retrieve_evidence", scoped, {"query": "очередь disk"}, revision="v1", now=100)
+        assert found["hits"] == [] and found["eligible_count"] == 1
+        text = render("retrieve_evidence", found)
+        assert "none sharing a word with the query (a word here is a run of ASCII letters and digits" in text
+
+
+def test_the_search_page_says_a_query_with_no_word_can_match_nothing(engine: str, tmp_path: Path) -> None:
+    """The page's "N eligible record(s) in this scope, none sharing a word with the query" was
+    false for a Russian query over a Russian runbook: it says the query has no word it matches."""
+    path = tmp_path / "e.db"
+    _russian_runbook(path, engine)
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        app = create_app(store.scoped(tenant="team-a"), revision="v1", clock=Clock("logical", 100))
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            for query in NO_WORD:
+                page = client.get("/", params={"q": query})
+                assert page.status_code == 200
+                assert tool.NO_EVIDENCE in page.text
+                assert "none sharing a word" not in page.text
+                assert "The query has no word this search can match" in page.text
+            page = client.get("/", params={"q": "очередь disk"})
+            assert "none sharing a word with the query (a word here is a run of ASCII letters" in page.text
