@@ -68,3 +68,48 @@ def test_the_search_page_says_a_query_with_no_word_can_match_nothing(engine: str
                 assert "The query has no word this search can match" in page.text
             page = client.get("/", params={"q": "очередь disk"})
             assert "none sharing a word with the query (a word here is a run of ASCII letters" in page.text
+
+
+def test_a_literal_escape_on_the_page_never_reads_as_an_invisible_character(
+    engine: str, tmp_path: Path
+) -> None:
+    """The page shows a right-to-left override as the six characters \\u202e. A record id that
+    holds those six characters themselves was drawn the same, so a second record could pass for
+    the first one's citation. A run of backslashes before what reads as an escape is doubled
+    (as the MCP text rendering doubles every backslash); any other backslash, a Windows path's,
+    is shown as it is."""
+    from pyevidence.interfaces.web.text import visible
+
+    real, literal = "runbook-\u202eexe.queue", "runbook-\\u202eexe.queue"
+    assert visible(real) == "runbook-\\u202eexe.queue"
+    assert visible(literal) == "runbook-\\\\u202eexe.queue"
+    assert visible("\\\u202e") == "\\\\\\u202e" != visible("\\\\u202e") == "\\\\\\\\u202e"
+    assert visible("\\U000e0041 \\U000e004") == "\\\\U000e0041 \\U000e004"
+    assert visible("C:\\Users\\ops\\run.cmd \\n") == "C:\\Users\\ops\\run.cmd \\n"
+    path = tmp_path / "e.db"
+    with EvidenceStore(path, engine=engine) as store:
+        for record_id in (real, literal):
+            store.put(tenant="team-a", record_id=record_id, revision="v1", kind="runbook",
+                      expires_at=FAR, source="runbook://" + record_id, body="queue")  # fmt: skip
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        app = create_app(store.scoped(tenant="team-a"), revision="v1", clock=Clock("logical", 100))
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            search = client.get("/", params={"q": "queue"}).text
+            assert "runbook-\\u202eexe.queue</code>" in search
+            assert "runbook-\\\\u202eexe.queue</code>" in search
+            pages = [client.get("/record", params={"record_id": r}).text for r in (real, literal)]
+            assert "<code>runbook-\\u202eexe.queue</code>" in pages[0]
+            assert "<code>runbook-\\\\u202eexe.queue</code>" in pages[1]
+
+
+def test_a_literal_escape_split_by_a_marked_token_still_reads_as_text() -> None:
+    """The search page draws a body in pieces, each through the filter: a backslash that ends a
+    piece before the marked token u202e is doubled as well."""
+    from pyevidence.interfaces.web.text import marked, visible
+
+    def drawn(body: str, query: str) -> str:
+        return "".join(visible(piece) for piece, _ in marked(body, query))
+
+    assert drawn("x \\u202e y", "u202e") == "x \\\\u202e y" != drawn("x \u202e y", "u202e")
+    assert drawn("x \\\\U000E0041", "U000E0041") == "x \\\\\\\\U000E0041"
+    assert drawn("C:\\run queue", "run") == "C:\\run queue"
