@@ -17,6 +17,7 @@ checks and writes in one transaction (ScopedStore.put_in_revision, forget_in_rev
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -187,9 +188,7 @@ def _check_fields(spec: Mapping[str, Any], arguments: Any) -> None:
         raise ValidationError("arguments", f"must be a JSON object, got {type(arguments).__name__}")
     schema = spec["input_schema"]
     allowed = list(schema["properties"])
-    # a key is shown as it is, unless it holds what a reply cannot carry or a reader cannot see
-    unknown = sorted(key if key.isprintable() and key.isascii() else repr(key) for key in map(str, arguments)
-                     if key not in allowed)  # fmt: skip
+    unknown = sorted(shown_name(key) for key in map(str, arguments) if key not in allowed)
     if unknown:
         raise ValidationError(
             "arguments", f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
@@ -197,6 +196,16 @@ def _check_fields(spec: Mapping[str, Any], arguments: Any) -> None:
     for required in schema["required"]:
         if required not in arguments:
             raise ValidationError(f"arguments.{required}", "is required")
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def shown_name(name: str) -> str:
+    """A field or parameter name as an error lists it: as it is when it is plainly a name, else
+    quoted, so that an empty or blank one is seen, one with a comma reads as one, and one a reply
+    cannot carry or a reader cannot see (a lone surrogate, a control) is escaped."""
+    return name if _PLAIN_NAME.fullmatch(name) else repr(name)
 
 
 def _retrieve(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now: int) -> dict[str, Any]:

@@ -113,3 +113,28 @@ def test_a_literal_escape_split_by_a_marked_token_still_reads_as_text() -> None:
     assert drawn("x \\u202e y", "u202e") == "x \\\\u202e y" != drawn("x \u202e y", "u202e")
     assert drawn("x \\\\U000E0041", "U000E0041") == "x \\\\\\\\U000E0041"
     assert drawn("C:\\run queue", "run") == "C:\\run queue"
+
+
+def test_an_unknown_name_that_is_blank_or_odd_is_shown_quoted(engine: str, tmp_path: Path) -> None:
+    """An empty or blank argument or parameter name read as nothing ("unknown field(s) ; allowed:
+    ..."), one holding a comma as two names, and /verify said "this page takes  (...)": each odd
+    name is shown quoted, and a page that takes no parameter says so."""
+    path = tmp_path / "e.db"
+    _russian_runbook(path, engine)
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        scoped = store.scoped(tenant="team-a")
+        for name, named in (("", "''"), (" ", "' '"), ("tenant, revision", "'tenant, revision'")):
+            with pytest.raises(ValidationError) as refused:
+                tool.run_tool("retrieve_evidence", scoped, {"query": "x", name: 1}, revision="v1", now=1)
+            assert str(refused.value) == f"arguments: unknown field(s) {named}; allowed: query, limit"
+        app = create_app(scoped, revision="v1", clock=Clock("logical", 100))
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            page = client.get("/?=1&q=queue&format=json")
+            assert page.status_code == 400
+            assert page.json()["error"].startswith(
+                "parameters: unknown parameter(s) ''; this page takes q, limit"
+            )
+            page = client.get("/verify?x=1&format=json")
+            assert page.json()["error"].startswith(
+                "parameters: unknown parameter(s) x; this page takes only format"
+            )

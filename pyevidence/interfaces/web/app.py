@@ -159,11 +159,12 @@ class Pages:
     def _params(self, request: Request, allowed: tuple[str, ...]) -> dict[str, str]:
         """The request's query parameters: each at most once, and only those this page takes."""
         query = request.query_params
-        unknown = sorted({key for key in query if key not in (*allowed, "format")})
+        unknown = sorted({tool.shown_name(key) for key in query if key not in (*allowed, "format")})
         if unknown:
+            takes = ", ".join(allowed) if allowed else "only format"
             raise ValidationError(
                 "parameters",
-                f"unknown parameter(s) {', '.join(unknown)}; this page takes {', '.join(allowed)} "
+                f"unknown parameter(s) {', '.join(unknown)}; this page takes {takes} "
                 "(the tenant and the revision are fixed by whoever started the server)",
             )
         repeated = sorted({key for key in query if len(query.getlist(key)) > 1})
