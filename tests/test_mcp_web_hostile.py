@@ -138,3 +138,23 @@ def test_an_unknown_name_that_is_blank_or_odd_is_shown_quoted(engine: str, tmp_p
             assert page.json()["error"].startswith(
                 "parameters: unknown parameter(s) x; this page takes only format"
             )
+
+
+def test_a_line_that_starts_with_a_byte_order_mark_is_refused_by_its_id_saying_so() -> None:
+    """Windows tools write a UTF-8 byte order mark before the first line. It was refused as "the
+    text stops being JSON here at line 1, column 1" with the id null, though the line shows its
+    id: the client's initialize waited for ever. The refusal names the mark and carries the id."""
+    pytest.importorskip("mcp_types", reason="the mcp extra is not installed")
+    from pyevidence.interfaces.mcp_wire import PARSE_ERROR, Refusal, read_message
+
+    for line, request_id in (
+        (b'\xef\xbb\xbf{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}\n', 1),
+        (b'\xef\xbb\xbf{"jsonrpc": "2.0", "id": "a", "method": "ping"}', "a"),
+        (b'\xef\xbb\xbf {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": NaN}}', 1),
+    ):
+        refusal = read_message(line)
+        assert isinstance(refusal, Refusal) and refusal.code == PARSE_ERROR and refusal.reply
+        assert refusal.request_id == request_id
+        assert "byte order mark (U+FEFF)" in refusal.message and "without one" in refusal.message
+    notification = read_message(b'\xef\xbb\xbf{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    assert isinstance(notification, Refusal) and not notification.reply

@@ -76,6 +76,11 @@ def read_message(line: bytes) -> mcp_types.JSONRPCMessage | Refusal | None:
     except UnicodeDecodeError as exc:
         problem = f"is not UTF-8 (byte {exc.start} is 0x{line[exc.start]:02x}); send JSON text in UTF-8"
         return _refused(line.decode("utf-8", "replace"), PARSE_ERROR, problem)
+    if text.startswith("\ufeff"):  # as Windows tools write before a first line; JSON has none
+        request_id, notification = _id_despite_refusal(text[1:])
+        problem = "the message starts with a byte order mark (U+FEFF), which JSON text does not"
+        problem += "; send it without one"
+        return Refusal(request_id, PARSE_ERROR, problem, reply=not notification)
     try:
         document = strict_json.loads(text)
     except strict_json.JsonRefused as exc:
