@@ -158,3 +158,61 @@ def test_a_line_that_starts_with_a_byte_order_mark_is_refused_by_its_id_saying_s
         assert "byte order mark (U+FEFF)" in refusal.message and "without one" in refusal.message
     notification = read_message(b'\xef\xbb\xbf{"jsonrpc": "2.0", "method": "notifications/initialized"}')
     assert isinstance(notification, Refusal) and not notification.reply
+
+
+def test_an_initialize_with_bad_params_is_refused_naming_the_field_and_initializes_nothing(
+    tmp_path: Path,
+) -> None:
+    """An initialize whose params were not an initialize's got the SDK's bare "Invalid request
+    parameters", yet counted as the session's start: a tools/call after it got that same bare
+    error, which sends a client to mend its tool arguments. The initialize is refused naming
+    its field, and the session starts only with a valid one."""
+    pytest.importorskip("mcp_types", reason="the mcp extra is not installed")
+    import json
+    import subprocess
+    import sys
+
+    db = tmp_path / "e.db"
+    _russian_runbook(db, "python")
+    good = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+    call = {"name": "retrieve_evidence", "arguments": {"query": "queue"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {**good, "protocolVersion": 5}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call},
+        {"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": good},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": call},
+    ]
+    command = [
+        sys.executable,
+        "-m",
+        "pyevidence",
+        "mcp",
+        "--db",
+        str(db),
+        "--tenant",
+        "team-a",
+        "--revision",
+        "v1",
+    ]
+    done = subprocess.run(
+        command,
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    replies = {reply["id"]: reply for reply in map(json.loads, done.stdout.splitlines())}
+    assert sorted(replies) == [1, 2, 3, 4, 5]
+    assert replies[1]["error"] == {
+        "code": -32602,
+        "message": "the message's params.protocolVersion: Field required",
+    }
+    assert (
+        replies[2]["error"]["message"]
+        == "the message's params.protocolVersion: Input should be a valid string"
+    )
+    assert replies[3]["error"]["code"] == -32600
+    assert "came before the session was initialized" in replies[3]["error"]["message"]
+    assert "result" in replies[4] and replies[5]["result"]["isError"] is False

@@ -106,11 +106,16 @@ def read_message(line: bytes) -> mcp_types.JSONRPCMessage | Refusal | None:
         where = ".".join(str(part) for part in first["loc"][1:])
         problem = f"is not a JSON-RPC 2.0 {kind[7:].lower()}: {where}: {first['msg']}"
         return _refused(text, INVALID_REQUEST, problem, document)
-    if isinstance(message, mcp_types.JSONRPCRequest) and message.method == "tools/call":
-        # The SDK answers bad tools/call params with a bare "Invalid request parameters";
-        # an agent needs to know which field to mend.
+    # The SDK answers bad params of these with a bare "Invalid request parameters": an agent
+    # needs to know which field to mend. And a refused initialize must not start the session
+    # (_Lifecycle), or a tools/call after it gets that same bare answer.
+    checked: dict[str, type[pydantic.BaseModel]] = {
+        "tools/call": mcp_types.CallToolRequestParams,
+        "initialize": mcp_types.InitializeRequestParams,
+    }
+    if isinstance(message, mcp_types.JSONRPCRequest) and message.method in checked:
         try:
-            mcp_types.CallToolRequestParams.model_validate(message.params or {}, by_name=False)
+            checked[message.method].model_validate(message.params or {}, by_name=False)
         except pydantic.ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
