@@ -216,3 +216,21 @@ def test_an_initialize_with_bad_params_is_refused_naming_the_field_and_initializ
     assert replies[3]["error"]["code"] == -32600
     assert "came before the session was initialized" in replies[3]["error"]["message"]
     assert "result" in replies[4] and replies[5]["result"]["isError"] is False
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"cursor": 5}}', "params.cursor"),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": 5}}', "params._meta"),
+    ],
+)
+def test_bad_params_of_every_method_served_are_refused_naming_the_field(line: bytes, message: str) -> None:
+    """tools/list and ping with params of the wrong shape got the SDK's bare "Invalid request
+    parameters", as tools/call and initialize did before: the refusal names the field."""
+    pytest.importorskip("mcp_types", reason="the mcp extra is not installed")
+    from pyevidence.interfaces.mcp_wire import INVALID_PARAMS, Refusal, read_message
+
+    refusal = read_message(line)
+    assert isinstance(refusal, Refusal) and refusal.code == INVALID_PARAMS and refusal.request_id == 1
+    assert refusal.message.startswith(f"the message's {message}: ")

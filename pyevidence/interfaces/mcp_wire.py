@@ -106,12 +106,14 @@ def read_message(line: bytes) -> mcp_types.JSONRPCMessage | Refusal | None:
         where = ".".join(str(part) for part in first["loc"][1:])
         problem = f"is not a JSON-RPC 2.0 {kind[7:].lower()}: {where}: {first['msg']}"
         return _refused(text, INVALID_REQUEST, problem, document)
-    # The SDK answers bad params of these with a bare "Invalid request parameters": an agent
-    # needs to know which field to mend. And a refused initialize must not start the session
-    # (_Lifecycle), or a tools/call after it gets that same bare answer.
+    # The SDK answers bad params of the methods pyevidence serves with a bare "Invalid request
+    # parameters": an agent needs to know which field to mend. And a refused initialize must not
+    # start the session (_Lifecycle), or a tools/call after it gets that same bare answer.
     checked: dict[str, type[pydantic.BaseModel]] = {
         "tools/call": mcp_types.CallToolRequestParams,
         "initialize": mcp_types.InitializeRequestParams,
+        "tools/list": mcp_types.PaginatedRequestParams,
+        "ping": mcp_types.RequestParams,
     }
     if isinstance(message, mcp_types.JSONRPCRequest) and message.method in checked:
         try:
