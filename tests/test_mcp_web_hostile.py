@@ -234,3 +234,22 @@ def test_bad_params_of_every_method_served_are_refused_naming_the_field(line: by
     refusal = read_message(line)
     assert isinstance(refusal, Refusal) and refusal.code == INVALID_PARAMS and refusal.request_id == 1
     assert refusal.message.startswith(f"the message's {message}: ")
+
+
+def test_a_bad_limit_is_refused_with_an_empty_query_too(engine: str, tmp_path: Path) -> None:
+    """/?limit=abc (the query box left empty) showed the empty search page, the bad limit
+    ignored without a word: it is the same 400 as with a query."""
+    path = tmp_path / "e.db"
+    _russian_runbook(path, engine)
+    with EvidenceStore(path, engine=engine, read_only=True) as store:
+        app = create_app(store.scoped(tenant="team-a"), revision="v1", clock=Clock("logical", 100))
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            for query in ("", "   "):
+                page = client.get("/", params={"q": query, "limit": "abc"})
+                assert (
+                    page.status_code == 400
+                    and "limit: must be a whole number, got &#39;abc&#39;" in page.text
+                )
+                assert client.get("/", params={"q": query, "limit": "11"}).status_code == 400
+            assert client.get("/?limit=abc").status_code == 400
+            assert client.get("/?limit=3").status_code == 200

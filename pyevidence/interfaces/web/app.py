@@ -228,13 +228,14 @@ class Pages:
         params = self._params(request, ("q", "limit"))
         wants_json = self._wants_json(params)
         query = params.get("q", "")
+        limit = params.get("limit", "5")
+        # The rule and the words of the CLI's --limit: a whole number as text, then 1 to 10;
+        # checked with the query box empty too, so that a bad limit is never silently dropped.
+        count = validation.limit(validation.whole_number("limit", limit))
         if not query.strip():
             if wants_json:
                 raise ValidationError("q", "is required: the words to look for")
             return self._html("search.html", query=query, result=None, asked={})
-        limit = params.get("limit", "5")
-        # The rule and the words of the CLI's --limit: a whole number as text, then 1 to 10.
-        count = validation.limit(validation.whole_number("limit", limit))
         now = self.clock.now()
         result = self.scoped.retrieve(revision=self.revision, query=query, now=now, limit=count)
         if wants_json:  # what `pyevidence retrieve` prints, the note for no hits included
