@@ -73,8 +73,31 @@ static void utf8ValidFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv) 
   sqlite3_result_int(ctx, utf8Valid(z, n));
 }
 
+/* The function on a database that stores its text as UTF-16. There CAST(text AS BLOB) gives
+** UTF-16 bytes, which no UTF-8 check can judge: the put trigger refused non-ASCII text and stored a
+** lone surrogate whose bytes happened to be valid UTF-8. SQLite calls the copy registered for
+** the database's own encoding, so on such a database every check fails with this message, and
+** nothing is written (pyevidence/storage/schema.py refuses such a file on open, alike). */
+static void utf8ValidUtf16DbFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  sqlite3_result_error(ctx,
+                       "evidence_utf8_valid(): this database stores its text as UTF-16, and pyevidence"
+                       " stores text as UTF-8 only",
+                       -1);
+}
+
 int evidenceUtf8Register(sqlite3 *db) {
   /* INNOCUOUS: the put trigger of schema.sql calls it, also under trusted_schema=OFF. */
-  const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
-  return sqlite3_create_function(db, "evidence_utf8_valid", 1, flags, 0, utf8ValidFunc, 0, 0);
+  const int flags = SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
+  int rc = sqlite3_create_function(db, "evidence_utf8_valid", 1, SQLITE_UTF8 | flags, 0, utf8ValidFunc, 0, 0);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "evidence_utf8_valid", 1, SQLITE_UTF16LE | flags, 0,
+                                 utf8ValidUtf16DbFunc, 0, 0);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "evidence_utf8_valid", 1, SQLITE_UTF16BE | flags, 0,
+                                 utf8ValidUtf16DbFunc, 0, 0);
+  }
+  return rc;
 }

@@ -275,3 +275,21 @@ def test_sqlite3_shell_ranks_vectors_like_the_store(tmp_path: Path) -> None:
     assert [r[0] for r in rows] == [h.record_id for h in expected] == ["near", "far"]
     # The shell prints 15 significant digits; the store's value is the same double.
     assert [float(r[1]) for r in rows] == pytest.approx([h.score for h in expected], rel=1e-14)
+
+
+@pytest.mark.parametrize("encoding", ["UTF-16le", "UTF-16be"])
+def test_a_utf16_database_refuses_raw_puts_instead_of_misjudging_their_text(encoding: str) -> None:
+    # There CAST(text AS BLOB) gives UTF-16 bytes, which the put trigger's UTF-8 check cannot
+    # judge: it refused "café" and stored U+D800 (a lone surrogate) when the bytes happened to
+    # be valid UTF-8. As EvidenceStore refuses such a file, the extension refuses to write it.
+    connection = apsw.Connection(":memory:")
+    connection.execute(f"PRAGMA encoding = '{encoding}'")
+    pyevidence.load(connection)
+    connection.execute(schema.schema_sql())
+    lone = "x'00d88000'" if encoding == "UTF-16le" else "x'd8800041'"  # valid UTF-8 bytes
+    put = "INSERT INTO evidence_put VALUES ('team-a', ?, 'v1', 'runbook', {}, 'runbook://q', 5)"
+    for record_id, body in [("cafe", "'café'"), ("lone", f"CAST({lone} AS TEXT)"), ("ascii", "'queue'")]:
+        with pytest.raises(apsw.SQLError, match="this database stores its text as UTF-16"):
+            connection.execute(put.format(body), (record_id,))
+    assert connection.execute("SELECT count(*) FROM evidence_versions").fetchall() == [(0,)]
+    assert connection.execute("SELECT count(*) FROM evidence_current").fetchall() == [(0,)]
