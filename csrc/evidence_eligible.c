@@ -95,6 +95,7 @@ typedef struct EligibleVtab {
   sqlite3 *db;
   char *zSchema;             /* the database this relation reads: "main", or an attached one */
   EvidenceScanStats *pStats; /* the connection's statistics (the module's client data) */
+  int bReading;              /* a cursor's query is stepping: see eligibleFilter */
 } EligibleVtab;
 
 typedef struct EligibleCursor {
@@ -170,7 +171,11 @@ static int eligibleClose(sqlite3_vtab_cursor *cur) {
 
 static int eligibleNext(sqlite3_vtab_cursor *cur) {
   EligibleCursor *pCur = (EligibleCursor *)cur;
-  int rc = sqlite3_step(pCur->pStmt);
+  EligibleVtab *pTab = (EligibleVtab *)cur->pVtab;
+  int rc;
+  pTab->bReading = 1;
+  rc = sqlite3_step(pCur->pStmt);
+  pTab->bReading = 0;
   if (rc == SQLITE_ROW) {
     pCur->iRowid++;
     return SQLITE_OK;
@@ -257,6 +262,14 @@ static int eligibleFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxS
   (void)idxStr;
   pCur->bEof = 1;
   pCur->iRowid = 0;
+  /* Only a view evidence that reads this relation again (not schema.sql's) gets here while a
+  ** query of ours steps: each level would nest another statement, until the stack overflows. */
+  if (pTab->bReading) {
+    /* the outer call's message names the function */
+    return eligibleError(cur->pVtab, SQLITE_ERROR,
+                         "reentered while reading %s.evidence, which must be the view of schema.sql",
+                         pTab->zSchema);
+  }
   if (idxNum >> ELIGIBLE_MISSING_SHIFT) {
     int missing = idxNum >> ELIGIBLE_MISSING_SHIFT;
     for (i = 0; (missing & (1 << i)) == 0; i++) {

@@ -150,8 +150,11 @@ static int searchExpiredRange(Search *s, int level, int64_t lo, int64_t hi, int6
       rc = indexOutOfStep(s);
     else
       *pn += n;
-  } else if (rc == SQLITE_ERROR) {
+  } else if (rc == SQLITE_ERROR && strcmp(sqlite3_errmsg(s->p->db), "integer overflow") == 0) {
     rc = indexOutOfStep(s); /* sum()'s integer overflow, from counts no writer keeps */
+  } else {
+    /* any other error is the table's own (where it is not schema.sql's: a view that fails) */
+    rc = searchError(s, rc, "%s", sqlite3_errmsg(s->p->db));
   }
   sqlite3_reset(pStmt);
   return rc;

@@ -47,11 +47,15 @@ _Static_assert(SV_N_ARGS <= EVIDENCE_MAX_ARGS, "evidencePlanArgs plans at most E
 
 static const char *const azArgName[SV_N_ARGS] = {"tenant", "revision", "now", "query", "limit"};
 
+static const char zReentered[] =
+    "reentered while reading the store, whose tables and views must be those of schema.sql";
+
 typedef struct SearchVtab {
   sqlite3_vtab base; /* must be first */
   sqlite3 *db;
   char *zSchema;
   EvidenceSearcher *pSearcher;
+  int bReading; /* a search or a row read is stepping: see svFilter */
 } SearchVtab;
 
 typedef struct SearchCursor {
@@ -145,7 +149,11 @@ static int svLoadRow(SearchCursor *pCur) {
   if (pCur->iHit >= pCur->result.nHit) return SQLITE_OK;
   h = &pCur->result.aHit[pCur->iHit];
   rc = sqlite3_bind_text64(pCur->pRow, 2, h->zRecordId, h->nRecordId, SQLITE_STATIC, SQLITE_UTF8);
-  if (rc == SQLITE_OK) rc = sqlite3_step(pCur->pRow);
+  if (rc == SQLITE_OK) {
+    pTab->bReading = 1;
+    rc = sqlite3_step(pCur->pRow);
+    pTab->bReading = 0;
+  }
   if (rc == SQLITE_ROW) return SQLITE_OK;
   if (rc == SQLITE_DONE) {
     return svError(pCur->base.pVtab, SQLITE_CORRUPT,
@@ -191,6 +199,10 @@ static int svFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, in
   int rc, i;
   (void)idxStr;
   svReset(pCur);
+  /* Only tables or views that read evidence_search again (not schema.sql's) get here while a
+  ** statement of ours steps: each level would nest another search, until the stack overflows. */
+  if (pTab->bReading)
+    return svError(cur->pVtab, SQLITE_ERROR, "%s", zReentered); /* the outer call's names it */
   if (idxNum >> SV_MISSING_SHIFT) {
     int missing = idxNum >> SV_MISSING_SHIFT;
     for (i = 0; (missing & (1 << i)) == 0; i++) {
@@ -220,10 +232,12 @@ static int svFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, in
                      sqlite3_errmsg(pTab->db));
     }
   }
+  pTab->bReading = 1;
   rc = evidenceSearch(pTab->pSearcher, (const char *)sqlite3_value_text(argv[0]),
                       (size_t)sqlite3_value_bytes(argv[0]), (const char *)sqlite3_value_text(argv[1]),
                       (size_t)sqlite3_value_bytes(argv[1]), now, (const char *)sqlite3_value_text(argv[3]),
                       (size_t)sqlite3_value_bytes(argv[3]), (int)limit, &pCur->result, &zErr);
+  pTab->bReading = 0;
   if (rc != SQLITE_OK) {
     rc = svError(cur->pVtab, rc, "evidence_search(): %s", zErr ? zErr : sqlite3_errstr(rc));
     sqlite3_free(zErr);
@@ -321,6 +335,7 @@ static sqlite3_module searchModule = {
 */
 static void eligibleCountFunc(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   static const int aWant[3] = {SQLITE_TEXT, SQLITE_TEXT, SQLITE_INTEGER};
+  int *pbReading = sqlite3_user_data(ctx); /* the connection's, as bReading of SearchVtab */
   sqlite3 *db = sqlite3_context_db_handle(ctx);
   EvidenceSearcher *pSearcher = 0;
   EvidenceSearchResult result;
@@ -328,6 +343,10 @@ static void eligibleCountFunc(sqlite3_context *ctx, int argc, sqlite3_value **ar
   char *zErr = 0;
   int rc;
   (void)argc;
+  if (*pbReading) {
+    sqlite3_result_error(ctx, zReentered, -1); /* the outer call's message names the function */
+    return;
+  }
   rc = evidenceCheckArgs("evidence_eligible_count", argv, 3, aWant, azArgName, aInt, &zErr);
   if (rc != SQLITE_OK) {
     if (zErr)
@@ -340,9 +359,11 @@ static void eligibleCountFunc(sqlite3_context *ctx, int argc, sqlite3_value **ar
   rc = evidenceSearcherOpen(db, "main", &pSearcher);
   if (rc == SQLITE_OK) {
     /* no query tokens: the search stops once it has the scope's eligible count */
+    *pbReading = 1;
     rc = evidenceSearch(pSearcher, (const char *)sqlite3_value_text(argv[0]),
                         (size_t)sqlite3_value_bytes(argv[0]), (const char *)sqlite3_value_text(argv[1]),
                         (size_t)sqlite3_value_bytes(argv[1]), aInt[2], "", 0, 1, &result, &zErr);
+    *pbReading = 0;
     if (rc == SQLITE_OK) sqlite3_result_int64(ctx, result.nEligible);
     evidenceSearchResultClear(&result);
   }
@@ -359,8 +380,12 @@ static void eligibleCountFunc(sqlite3_context *ctx, int argc, sqlite3_value **ar
 int evidenceSearchRegister(sqlite3 *db) {
   int rc = sqlite3_create_module(db, "evidence_search", &searchModule, 0);
   if (rc == SQLITE_OK) {
-    rc = sqlite3_create_function(db, "evidence_eligible_count", 3, SQLITE_UTF8 | SQLITE_INNOCUOUS, 0,
-                                 eligibleCountFunc, 0, 0);
+    int *pbReading = sqlite3_malloc(sizeof(int));
+    if (pbReading == 0) return SQLITE_NOMEM;
+    *pbReading = 0;
+    /* SQLite frees pbReading with the function, also when registering it fails */
+    rc = sqlite3_create_function_v2(db, "evidence_eligible_count", 3, SQLITE_UTF8 | SQLITE_INNOCUOUS,
+                                    pbReading, eligibleCountFunc, 0, 0, sqlite3_free);
   }
   return rc;
 }

@@ -120,3 +120,11 @@ DROP VIEW team_a_now;
 DROP VIEW evidence;
 -- error: no such table: main.evidence (create the schema from schema.sql first)
 SELECT * FROM evidence_eligible('team-a', 'v1', 0);
+
+-- A database whose evidence view reads evidence_eligible itself (not schema.sql's) is an
+-- error, not an endless recursion of nested statements that overflows the stack.
+CREATE VIEW evidence AS SELECT * FROM evidence_eligible('team-a', 'v1', 0);
+-- error: evidence_eligible(): reentered while reading main.evidence
+SELECT count(*) FROM evidence_eligible('team-a', 'v1', 0);
+-- error: reentered while reading main.evidence
+SELECT count(*) FROM evidence;

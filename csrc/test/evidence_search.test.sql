@@ -87,3 +87,33 @@ SELECT * FROM evidence_search('team-a', 'v1', 0, 5, 5);
 -- error: evidence_search(): limit must be from 1 to 10, got 11
 SELECT * FROM evidence_search('team-a', 'v1', 0, 'queue', 11);
 SELECT count(*) = 1 FROM evidence_search('team-a', 'v1', 100.0, 'disk', 5.0);
+
+-- Index tables that read evidence_search or evidence_eligible_count themselves (not
+-- schema.sql's) are an error, not an endless recursion that overflows the stack.
+DROP TABLE evidence_index_expiry;
+CREATE VIEW evidence_index_expiry (scope, level, bucket, rows) AS
+  SELECT 1, 0, 0, count(*) FROM evidence_search('team-a', 'v1', 0, 'queue', 5);
+-- error: evidence_search(): reentered while reading the store
+SELECT * FROM evidence_search('team-a', 'v1', 0, 'disk', 5);
+DROP VIEW evidence_index_expiry;
+CREATE VIEW evidence_index_expiry (scope, level, bucket, rows) AS
+  SELECT 1, 0, 0, evidence_eligible_count('team-a', 'v1', 0);
+-- error: evidence_eligible_count(): reentered while reading the store
+SELECT evidence_eligible_count('team-a', 'v1', 0);
+-- error: evidence_eligible_count(): reentered while reading the store
+SELECT * FROM evidence_search('team-a', 'v1', 0, 'disk', 5);
+-- Through evidence_eligible: the view evidence reads evidence_search, which reads evidence.
+DROP VIEW evidence_index_expiry;
+CREATE TABLE evidence_index_expiry (scope, level, bucket, rows);
+DROP VIEW evidence_index_add;
+DROP VIEW evidence_index_remove;
+DROP VIEW evidence_put;
+DROP VIEW evidence;
+CREATE VIEW evidence AS
+  SELECT 'team-a' AS tenant, revision, expires_at, record_id, kind, body, citation AS source, 1 AS version,
+         '' AS content_hash
+    FROM evidence_search('team-a', 'v1', 0, 'disk', 5);
+-- error: reentered while reading
+SELECT * FROM evidence_eligible('team-a', 'v1', 0);
+-- error: reentered while reading
+SELECT * FROM evidence_search('team-a', 'v1', 0, 'disk', 5);
