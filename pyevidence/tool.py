@@ -157,7 +157,24 @@ def retrieve_output(*, query: str, tenant: str, revision: str, now: int, result:
     """What `pyevidence retrieve` prints, and the web page's search answers as JSON: the query, the
     scope, the result and, with no hits, the note."""
     scope = {"tenant": tenant, "revision": revision, "now": now}
-    return {"query": query, "scope": scope, **result.to_dict(), **no_evidence_note(bool(result.hits))}
+    return {
+        "query": query,
+        "scope": scope,
+        **result.to_dict(),
+        **no_evidence_note(bool(result.hits)),
+        **no_words_note(query, result),
+    }
+
+
+def no_words_note(query: str, result: Retrieval) -> dict[str, str]:
+    """``{"query_note": ...}`` when the words ranked the result and the query has none the token
+    rule matches (Russian, fullwidth letters, only punctuation), so it could find nothing whatever
+    the records hold; else ``{}``. The MCP tool refuses such a query outright (_retrieve)."""
+    if result.ranked_by != "token_overlap" or token_set(query):
+        return {}
+    return {
+        "query_note": f"the query has no word this search can match ({WORD_RULE}), so it could find nothing"
+    }
 
 
 def run_retrieve_tool(scoped: ScopedStore, arguments: Any, *, revision: str, now: int) -> dict[str, Any]:

@@ -68,6 +68,11 @@ def test_the_search_page_says_a_query_with_no_word_can_match_nothing(engine: str
                 assert "The query has no word this search can match" in page.text
             page = client.get("/", params={"q": "очередь disk"})
             assert "none sharing a word with the query (a word here is a run of ASCII letters" in page.text
+            # the JSON (the CLI's retrieve output) says it too, and only for such a query
+            for query, noted in ((NO_WORD[0], True), ("очередь disk", False)):
+                answer = client.get("/", params={"q": query, "format": "json"}).json()
+                assert answer["hits"] == [] and answer["note"] == tool.NO_EVIDENCE
+                assert ("query_note" in answer) is noted
 
 
 def test_a_literal_escape_on_the_page_never_reads_as_an_invisible_character(
@@ -253,3 +258,27 @@ def test_a_bad_limit_is_refused_with_an_empty_query_too(engine: str, tmp_path: P
                 assert client.get("/", params={"q": query, "limit": "11"}).status_code == 400
             assert client.get("/?limit=abc").status_code == 400
             assert client.get("/?limit=3").status_code == 200
+
+
+def test_the_cli_says_a_query_with_no_word_can_match_nothing(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "e.db"
+    _russian_runbook(path, "python")
+    for query, note in (
+        (
+            "очередь",
+            [f"the query has no word this search can match ({tool.WORD_RULE}), so it could find nothing"],
+        ),
+        ("queue", []),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "pyevidence", "retrieve", "--db", str(path), "--tenant", "team-a",
+             "--revision", "v1", "--query", query, "--now", "100"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        answer = json.loads(done.stdout)
+        assert (done.returncode, answer["hits"], answer["note"]) == (0, [], tool.NO_EVIDENCE)
+        assert [answer[key] for key in answer if key == "query_note"] == note
