@@ -437,9 +437,14 @@ def _export_to(
     if isinstance(out, (str, os.PathLike)):
         with open(out, "x", encoding="utf-8", newline="\n") as new_file:
             try:
-                return export(new_file)
+                reports = export(new_file)
+                new_file.flush()  # the last lines fail here on a full disk, not unnoticed at close
+                return reports
             except BaseException:
-                new_file.close()
+                try:
+                    new_file.close()
+                except OSError:
+                    pass  # it flushes the lines that could not be written: they fail again, and it closes
                 os.unlink(out)
                 raise
     if isinstance(out, (io.RawIOBase, io.BufferedIOBase)) or not callable(getattr(out, "write", None)):

@@ -806,3 +806,31 @@ def test_export_out_dash_is_stdout_as_import_dash_is_stdin(tmp_path: Path) -> No
     assert not (tmp_path / "-").exists()
     code, _, stderr = _run_with_closed(1, [*PRINTERS["export"], "--out", "-"], tmp_path)
     assert code == 1 and "standard output is closed" in stderr
+
+
+@pytest.mark.parametrize("short_by", [None, 100])  # a write on the way fails; or only the last, at close
+def test_export_out_file_that_cannot_be_written_whole_leaves_no_file(
+    tmp_path: Path, engine: str, short_by: int | None
+) -> None:
+    """A failed write (a full disk; here the file size limit, EFBIG) left the partial file, and
+    the last lines, written when the file closed, could fail unnoticed: both passed for a whole
+    export."""
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        store.put_many([record(tenant="t", record_id=f"r{i}", body="b" * 200) for i in range(3000)])
+        whole = io.StringIO()
+        bulk.export_jsonl(store, whole, tenant="t")
+    limit = 100_000 if short_by is None else len(whole.getvalue()) - short_by
+
+    def small_files() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pyevidence", "export", "--engine", engine, "--db", "ev.db", "--tenant", "t",
+         "--out", "out.jsonl"],
+        capture_output=True, cwd=tmp_path, text=True, preexec_fn=small_files, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr == "pyevidence: error: could not write the output: [Errno 27] File too large\n"
+    assert not (tmp_path / "out.jsonl").exists()

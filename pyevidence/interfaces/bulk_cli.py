@@ -246,7 +246,12 @@ def run_export(args: argparse.Namespace) -> None:
         else:
             # A path: a failed export leaves no file behind (a partial one would pass for a whole
             # one, and the retry would find --out taken).
-            reports = export(args.out)
+            try:
+                reports = export(args.out)
+            except OSError as exc:
+                if exc.filename is not None:
+                    raise  # about the path given (taken, not permitted): said with its option
+                raise OutputError(exc) from exc  # a full disk: said as for stdout
     print(_export_summary(reports, history=args.history, all_tenants=args.all_tenants), file=sys.stderr)
 
 
