@@ -433,6 +433,32 @@ def test_cli_reads_a_database_whose_name_is_not_utf8(tmp_path: Path, engine: str
     assert b'"body": "queue"' in done.stdout
 
 
+def test_cli_backs_up_restores_exports_and_imports_names_that_are_not_utf8(
+    tmp_path: Path, engine: str
+) -> None:
+    """restore --from is kept as args.source, the name of put's text option --source: a backup
+    whose name is not UTF-8, which backup made, was refused as "source: is not UTF-8 text"."""
+    named = [
+        os.fsencode(tmp_path) + name for name in (b"/caf\xe9.db", b"/b\xff.db", b"/r\xfe.db", b"/x\xfd.jsonl")
+    ]
+    db, backup, restored, exported = map(os.fsdecode, named)
+    commands = [
+        ["put", "--db", db, "--engine", engine, *PUT],
+        ["backup", "--db", db, "--out", backup],
+        ["restore", "--db", restored, "--from", backup],
+        ["export", "--db", restored, "--engine", engine, "--tenant", "t", "--out", exported],
+        ["import", "--db", db, "--engine", engine, "--skip-unchanged", exported],
+    ]
+    for command in commands:
+        done = subprocess.run(
+            [os.fsencode(sys.executable), b"-m", b"pyevidence", *map(os.fsencode, command)],
+            capture_output=True,
+            check=False,
+        )
+        assert done.returncode == 0, (command[0], done.stderr)
+    assert b'"unchanged": 1' in done.stdout
+
+
 # ---- failed commits (item 18)
 
 COMMIT_CHILD = """

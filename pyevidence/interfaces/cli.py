@@ -351,7 +351,9 @@ _TEXT_ARGUMENTS = ("tenant", "record_id", "revision", "kind", "body", "source", 
 
 
 def _utf8_arguments(args: argparse.Namespace) -> None:
-    values = [(name, getattr(args, name, None)) for name in _TEXT_ARGUMENTS]
+    # restore's --from is a path, kept as args.source: a backup's name need not be UTF-8
+    texts = [name for name in _TEXT_ARGUMENTS if not (args.command == "restore" and name == "source")]
+    values = [(name, getattr(args, name, None)) for name in texts]
     if args.command == "sql":
         values += [("statement", args.statement)] + [(f"params[{i}]", v) for i, v in enumerate(args.params)]
     for name, value in values:
