@@ -444,6 +444,47 @@ def test_output_that_cannot_be_written_is_one_line_and_exit_1(
     assert stderr == "pyevidence: error: could not write the output: [Errno 28] No space left on device\n"
 
 
+# Outputs of 200,000 bytes and more, cut short by a file size limit of 100,000: a write that
+# fails part of the way, as on a disk that fills while it is written.
+LONG_PRINTERS = {
+    "retrieve": ["retrieve", "--tenant", "t", "--revision", "v1", "--query", "queue", "--now", "1"],
+    "history": ["history", "--tenant", "t", "--record-id", "r0"],
+    "export": ["export", "--tenant", "t"],
+    "sql": ["sql", "SELECT body FROM evidence"],
+}
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize("name", sorted(LONG_PRINTERS))
+def test_output_cut_short_midway_is_one_line_and_exit_1(
+    name: str, unbuffered: bool, engine: str, tmp_path: Path
+) -> None:
+    """With PYTHONUNBUFFERED=1, sys.stdout wrote straight to the descriptor and dropped what a
+    short write left: the output was cut at the limit and the command exited 0, saying nothing."""
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        store.put_many([record(tenant="t", record_id=f"r{i}", body="queue " * 40_000) for i in range(2)])
+    args = LONG_PRINTERS[name]
+    args = [*args[:1], "ev.db", *args[1:]] if name == "sql" else [*args[:1], "--db", "ev.db", *args[1:]]
+    if name in ("retrieve", "export"):
+        args += ["--engine", engine]
+
+    def small_files() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+
+    with open(tmp_path / "out.txt", "wb") as out:
+        done = subprocess.run(
+            [sys.executable, "-m", "pyevidence", *args],
+            stdout=out, stderr=subprocess.PIPE, cwd=tmp_path, env=_buffering(unbuffered),
+            preexec_fn=small_files, check=False, timeout=120,
+        )  # fmt: skip
+    assert (tmp_path / "out.txt").stat().st_size == 100_000
+    assert done.returncode == 1, done.stderr
+    said = done.stderr.decode()
+    assert said == "pyevidence: error: could not write the output: [Errno 27] File too large\n"
+
+
 @pytest.mark.parametrize("text", ["1_000", "\uff11\uff12", "+5", "0x10", "1e3", "5.0", "", "9" * 101])
 def test_a_number_option_takes_what_a_csv_cell_takes(text: str, tmp_path: Path) -> None:
     """One rule for a whole number written as text: the command line refuses what CSV import

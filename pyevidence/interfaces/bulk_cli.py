@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import io
 import os
 import sys
 import threading
@@ -208,13 +210,33 @@ class OutputError(Exception):
         self.error = error
 
 
+def write_stdout(text: str) -> None:
+    """sys.stdout.write(text), all of it or OSError. Under PYTHONUNBUFFERED=1 (python -u, as
+    many containers set it) sys.stdout writes straight to its file descriptor and drops, saying
+    nothing, what a short write left (a disk that fills midway, a reader that went away): the
+    output was cut short with exit 0. The rest is written here until none is left, so the
+    write that fails raises."""
+    raw = getattr(sys.stdout, "buffer", None)
+    if not isinstance(raw, io.RawIOBase):
+        sys.stdout.write(text)  # buffered: its flush writes all or raises
+        return
+    sys.stdout.flush()
+    data = memoryview(text.encode(sys.stdout.encoding, sys.stdout.errors or "strict"))
+    while data:
+        written = raw.write(data)
+        if not written:  # None: a non-blocking descriptor that would block
+            raise OSError(errno.EAGAIN, "standard output took no more bytes")
+        data = data[written:]
+
+
 class _Stdout:
     """sys.stdout for export_jsonl, whose failed writes raise OutputError. A reader that went
     away (BrokenPipeError) is not one: the command stops quietly, as after '| head'."""
 
     def write(self, text: str) -> int:
         try:
-            return sys.stdout.write(text)
+            write_stdout(text)
+            return len(text)
         except BrokenPipeError:
             raise
         except OSError as exc:

@@ -584,7 +584,7 @@ def _write_output(text: str) -> None:
     """Writes the command's output to stdout, whole, or raises OSError."""
     if sys.stdout is None:  # >&-: Python found no descriptor 1 at startup
         raise OSError(errno.EBADF, "standard output is closed")
-    sys.stdout.write(text)
+    bulk_cli.write_stdout(text)
     sys.stdout.flush()
 
 
