@@ -306,6 +306,10 @@ def check_dir(
         expires_at=expires_at,
         limits=limits,
     )
+    if os.fspath(directory) == "":  # an unset shell variable; Path("") is the current folder
+        raise ValidationError(
+            "directory", "is empty; name the folder of documents (an empty name would import the current one)"
+        )
     root = Path(directory)
     if not root.is_dir():
         raise ValidationError("directory", f"{root} is not a directory")

@@ -418,3 +418,25 @@ def test_csv_field_limit_is_the_callers_while_the_import_is_not_reading(open_sto
     bulk.check_file(io.BytesIO(data), format="csv", progress=lambda *_: seen.append(csv.field_size_limit()))
     assert seen and set(seen) == {before}
     assert csv.field_size_limit() == before
+
+
+def test_an_empty_folder_name_is_refused_not_read_as_the_current_folder(
+    open_store: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Path("") is ".": --from-dir "$UNSET" imported every document under the working folder."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "note.md").write_text("not meant for the store\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    store = open_store()
+    shared = dict(tenant="a", kind="runbook", revision="v1", expires_at=9)
+    with pytest.raises(bulk.ValidationError, match="directory: is empty; name the folder of documents"):
+        bulk.import_dir(store, "", **shared)
+    assert store.history(tenant="a", record_id="docs/note.md") == ()
+    done = subprocess.run(
+        [*CLI, "import", "--db", "x.db", "--from-dir", "", "--tenant", "a", "--kind", "runbook",
+         "--revision", "v1", "--expires-at", "9"],
+        capture_output=True, text=True, check=False, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith("pyevidence: error: directory: is empty;") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "x.db").exists()
