@@ -176,7 +176,9 @@ def test_the_cli_refuses_a_hostile_db_without_a_traceback(place: Path, engine: s
     scope = ["--tenant", "t", "--record-id", "r"]
     put = [*scope, "--revision", "v", "--kind", "runbook", "--body", "b", "--source", "s"]
     put += ["--expires-at", "9"]
-    for command, extra in (("history", scope), ("put", put)):
+    # backup read the store's schema version through SQLite first: a FIFO hung it for ever
+    backup = ["--out", os.fsdecode(place / "copy.db")]
+    for command, extra in (("history", scope), ("put", put), ("backup", backup)):
         argv = [sys.executable, "-m", "pyevidence", command, "--db", os.fsdecode(db), "--engine", engine]
         done = subprocess.run(
             [*argv, *extra],

@@ -364,6 +364,12 @@ def check_schema(path: object, *, field: str = "db") -> None:
     release's store, SchemaError for another database), StoreError when SQLite cannot read it."""
     where = DatabasePath(*checked_name(path, field=field, allow_memory=False))
     try:
+        mode = os.stat(where.target).st_mode
+    except OSError:
+        pass  # not there, or not to be looked at: SQLite's open says so
+    else:
+        _refuse_special(where.shown, mode)  # SQLite's open of a FIFO waits for a writer for ever
+    try:
         conn = sqlite3.connect(
             where.read_only_uri(immutable=_sidecars_missing(where)), uri=True, isolation_level=None
         )
