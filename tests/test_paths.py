@@ -124,6 +124,9 @@ def test_backup_to_a_plain_name_works_and_a_failed_copy_leaves_no_file(
         ("file:ev.db", "would be read by SQLite as a URI"),
         ("FILE:ev.db", "would be read by SQLite as a URI"),
         (b"file::memory:", "would be read by SQLite as a URI"),
+        # a folder's name: abspath() dropped the "/" and opened the file ev.db
+        ("ev.db/", "path: 'ev.db/' ends in '/', as a folder's name does"),
+        (b"ev.db/.", "path: 'ev.db/.' ends in '/'"),
     ],
 )
 def test_empty_and_uri_paths_are_refused_on_both_engines(
@@ -166,6 +169,8 @@ PUT += ["--body", "queue", "--source", "s", "--expires-at", "9"]
         ("", "--db: is empty"),
         ("file:ev.db?mode=memory", "--db: 'file:ev.db?mode=memory' would be read by SQLite as a URI"),
         (":memory:", "--db: ':memory:' keeps nothing after the process exits; name a file"),
+        # put created the file ev.db, which the readers, given ev.db/, then did not find
+        ("ev.db/", "--db: 'ev.db/' ends in '/', as a folder's name does; name a database file"),
     ],
 )
 def test_cli_db_that_would_keep_nothing_is_refused(tmp_path: Path, engine: str, db: str, match: str) -> None:

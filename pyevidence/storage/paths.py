@@ -110,6 +110,10 @@ def checked_name(path: object, *, field: str = "path", allow_memory: bool = True
             f"is empty; name a database file{memory_hint} (SQLite would open a temporary "
             "database for an empty name and delete it on close)",
         )
+    if shown.endswith(("/", "/.")):
+        # The name of a folder: abspath() below would drop the "/" and open, or create, the file
+        # "ev.db" for "ev.db/", where the file system finds no file.
+        raise ValidationError(field, f"{shown!r} ends in '/', as a folder's name does; name a database file")
     if shown == MEMORY:
         if not allow_memory:
             raise ValidationError(field, "':memory:' keeps nothing after the process exits; name a file")
