@@ -697,6 +697,37 @@ def test_a_closed_stderr_still_prints_the_json(name: str, tmp_path: Path) -> Non
     assert key in json.loads(stdout)
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux) to fill the disk")
+@pytest.mark.parametrize(
+    ("args", "code", "key"),
+    [
+        (["history", "--db", "ev.db", "--tenant", "nobody", "--record-id", "r"], 0, "versions"),  # a note
+        (["forget", "--db", "ev.db", "--tenant", "nobody", "--record-id", "r"], 0, "forget"),  # a note
+        (["export", "--db", "ev.db", "--tenant", "t"], 0, "record_id"),  # the summary
+        (["put", "--db", "ev.db", *PUT, "--body", "b", "--expires-at", "x"], 2, None),  # usage
+        (["put", "--db", "ev.db", "--tenant", " ", *PUT[2:], "--body", "b", "--expires-at", "5"], 2, None),
+        (["history", "--db", "missing.db", "--tenant", "t", "--record-id", "r"], 1, None),
+    ],
+)
+def test_a_stderr_that_cannot_be_written_loses_only_the_messages(
+    args: list[str], code: int, key: str | None, tmp_path: Path
+) -> None:
+    """A message that failed to print (2>/dev/full) raised past the command: a note cost the
+    JSON it follows (exit 1, nothing printed), an error its exit code (1 for bad input)."""
+    with EvidenceStore(tmp_path / "ev.db") as store:
+        store.put(**record(tenant="t", record_id="r"))
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "pyevidence", *args],
+            stdout=subprocess.PIPE, stderr=full, cwd=tmp_path, check=False, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == code
+    if key is None:
+        assert done.stdout == b""
+    else:
+        assert key in json.loads(done.stdout.decode().splitlines()[0] if key == "record_id" else done.stdout)
+
+
 @pytest.mark.parametrize(
     ("args", "field"),
     [

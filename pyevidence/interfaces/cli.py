@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from .. import __version__, tool
 from ..core import jsonout, validation
@@ -542,6 +542,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     stderr_before = sys.stderr
     if sys.stderr is None:  # 2>&-: messages and progress are dropped, as into /dev/null; stdout still works
         sys.stderr = open(os.devnull, "w", encoding="utf-8")
+    else:  # 2>/dev/full, a reader gone: the same, once a message cannot be written
+        sys.stderr = cast(TextIO, _LosesMessages(sys.stderr))
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt as exc:
@@ -558,6 +560,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         if sys.stderr is not stderr_before:
             sys.stderr.close()
             sys.stderr = stderr_before
+
+
+class _LosesMessages:
+    """sys.stderr for a command: a message that cannot be written (a full disk, a reader that
+    went away) is lost, as with a closed stderr, instead of raising where it is printed: a note
+    raised past the command's JSON (history of an unknown tenant printed nothing, exit 1), and
+    an error's message past its exit code (bad input exited 1, not 2)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError:
+            self._drop()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError:
+            self._drop()
+
+    def _drop(self) -> None:
+        """Points the descriptor at the null device, so that what the stream still holds is
+        not written again, and fails again, when Python flushes it at exit (exit 120)."""
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+            self._stream.flush()
+        except (OSError, ValueError):
+            pass  # a stream with no descriptor (a test's), or one already closed
+
+    def close(self) -> None:
+        pass  # the process's stderr, which main() puts back
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)  # isatty(), fileno(), encoding: the stream's
 
 
 def _one_line_note(show: Any) -> Any:
