@@ -883,11 +883,29 @@ def _documents(root: Path) -> tuple[list[Path], list[Problem]]:
         folder = Path(exc.filename).relative_to(root).as_posix() if exc.filename else "."
         unlisted.append(Problem(f"{folder}/", None, f"is a folder that cannot be read ({exc.strerror})"))
 
-    for folder, subfolders, names in os.walk(root, onerror=cannot_list):
-        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
-        for name in sorted(names):
-            if not name.startswith(".") and name.lower().endswith(DOCUMENT_SUFFIXES):
-                found.append(Path(folder) / name)
+    # A list of folders still to read, not os.walk, which recurses once a level (before Python
+    # 3.12) and raised RecursionError, a traceback, in a folder about 1,000 levels deep.
+    folders = [root]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            cannot_list(exc)
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                is_folder = entry.is_dir()
+            except OSError:
+                is_folder = False  # as os.walk: a document, which reading then says is not one
+            if is_folder:
+                if not entry.is_symlink():  # a symlink to a folder is not followed
+                    folders.append(Path(entry.path))
+            elif entry.name.lower().endswith(DOCUMENT_SUFFIXES):
+                found.append(Path(entry.path))
     return sorted(found, key=lambda path: path.relative_to(root).as_posix()), unlisted
 
 

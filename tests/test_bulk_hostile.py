@@ -440,3 +440,27 @@ def test_an_empty_folder_name_is_refused_not_read_as_the_current_folder(
     assert done.returncode == 2
     assert done.stderr.startswith("pyevidence: error: directory: is empty;") and done.stderr.count("\n") == 1
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_folder_a_thousand_levels_deep_is_read_without_a_traceback(open_store: Any, tmp_path: Path) -> None:
+    """os.walk recursed once a level: a folder 1,200 levels deep raised RecursionError."""
+    docs = deepest = tmp_path / "docs"
+    docs.mkdir()
+    try:
+        for _ in range(1200):  # one by one: mkdir(parents=True) recurses as well
+            deepest /= "a"
+            deepest.mkdir()
+        (deepest / "deep.md").write_text("deep down\n", encoding="utf-8")
+        (docs / "top.md").write_text("on top\n", encoding="utf-8")
+        store = open_store()
+        shared = dict(tenant="a", kind="runbook", revision="v1", expires_at=9)
+        with pytest.raises(bulk.ImportRefused) as refused:  # found, and its record_id is too long
+            bulk.import_dir(store, docs, **shared)
+        deep_id = "/".join(["a"] * 1200) + "/deep.md"
+        assert [(p.where, p.field) for p in refused.value.problems] == [(deep_id, "record_id")]
+        assert store.history(tenant="a", record_id="top.md") == ()
+    finally:  # removed level by level here: pytest's cleanup (shutil.rmtree) recurses too
+        (deepest / "deep.md").unlink(missing_ok=True)
+        while deepest != docs:
+            deepest.rmdir()
+            deepest = deepest.parent
