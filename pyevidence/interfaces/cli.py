@@ -250,7 +250,9 @@ def _read_body(args: argparse.Namespace) -> str:
         said = f"{size:,}" if size is not None and size > limit else f"more than {limit:,}"
         raise ValidationError("body", f"is {said} bytes, over this store's limit of {limit:,} (see Limits)")
     try:
-        return data.decode("utf-8")
+        # A leading byte order mark is an editor's mark of the encoding, not text: dropped, as
+        # import --from-dir drops it, so that one file is one body (and one content hash) by both.
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise ValidationError(
             "body_file", f"{shown} is not UTF-8 (byte {exc.start}); save it as UTF-8 text"
