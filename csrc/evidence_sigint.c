@@ -13,8 +13,13 @@
 ** The process has one SIGINT disposition, so one connection is watched at a time, and
 ** the host watches from the thread that handles its signals. Once installed, the
 ** handler stays, passing every SIGINT on, so a call costs one sigaction() to see that
-** the host has not set another disposition since (the next watch then chains to that
-** one, or steps aside for SIG_IGN and SIG_DFL). A watch left behind (the host
+** the host has not set another disposition since. If it has, the next watch installs
+** again only over the handler it first replaced (Python sets its own again when a program
+** goes back to KeyboardInterrupt), and otherwise steps aside: SIG_IGN and SIG_DFL have no
+** handler, and another program's handler may not be the host's at all (faulthandler's
+** register(SIGINT) only prints the stacks) or may have kept this one to pass SIGINT on
+** to (faulthandler's chain=True), where passing it back would recurse until the stack
+** overflows. A watch left behind (the host
 ** interrupted before it could unwatch) is harmless: the next watch moves it, and
 ** evidence_store_close ends it. Not on Windows, which has no sigaction().
 */
@@ -32,6 +37,7 @@
 
 static volatile sig_atomic_t sigintSeen = 0;
 static struct sigaction sigintReplaced; /* the host's handler, which every SIGINT reaches */
+static int sigintInstalled = 0;         /* sigintReplaced is set, never written again */
 static sqlite3 *sigintWatched = 0;      /* the connection the flag interrupts, or 0 */
 
 static void sigintNote(int sig, siginfo_t *info, void *context) {
@@ -57,6 +63,12 @@ static int isOurs(const struct sigaction *action) {
   return (action->sa_flags & SA_SIGINFO) && action->sa_sigaction == sigintNote;
 }
 
+static int sameHandler(const struct sigaction *a, const struct sigaction *b) {
+  if ((a->sa_flags & SA_SIGINFO) != (b->sa_flags & SA_SIGINFO)) return 0;
+  if (a->sa_flags & SA_SIGINFO) return a->sa_sigaction == b->sa_sigaction;
+  return a->sa_handler == b->sa_handler;
+}
+
 int evidenceSigintWatch(sqlite3 *db) {
   struct sigaction current;
   if (sigintWatched != 0) sqlite3_progress_handler(sigintWatched, 0, 0, 0); /* a watch left behind */
@@ -65,12 +77,17 @@ int evidenceSigintWatch(sqlite3 *db) {
   if (!isOurs(&current)) { /* the first watch, or the host has set another since */
     struct sigaction mine;
     if (!isHandler(&current)) return 0;
-    sigintReplaced = current; /* before sigintNote can run, which reads it */
+    if (!sigintInstalled) {
+      sigintReplaced = current; /* before sigintNote can run, which reads it */
+    } else if (!sameHandler(&current, &sigintReplaced)) {
+      return 0; /* not the host's handler, which may pass SIGINT on to sigintNote */
+    }
     memset(&mine, 0, sizeof mine);
     mine.sa_sigaction = sigintNote;
     mine.sa_mask = current.sa_mask;
     mine.sa_flags = (current.sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
     if (sigaction(SIGINT, &mine, 0) != 0) return 0;
+    sigintInstalled = 1;
   }
   sigintSeen = 0;
   sigintWatched = db;

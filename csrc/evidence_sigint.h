@@ -10,7 +10,9 @@
 
 /* From now on a SIGINT interrupts db's statements and still reaches the handler it
 ** replaced. Returns 1 if watching, 0 if SIGINT has no handler to chain to (ignored, or
-** the default, which ends the process) or where signals are not supported. */
+** the default, which ends the process), if its handler is another than the one the first
+** watch replaced (set since, by someone other than the host), or where signals are not
+** supported. */
 int evidenceSigintWatch(sqlite3 *db);
 
 /* Stops watching db (nothing if it is not watched); SIGINT still reaches the host's

@@ -370,3 +370,42 @@ def test_a_programs_own_sigint_handler_is_left_to_act_as_it_does(tmp_path: Path)
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert (done.returncode, done.stdout, done.stderr) == (0, "1 200000\n", "")
+
+
+# faulthandler.register(SIGINT) sets a handler of its own at the C level, after the store's, and
+# Python's table still says KeyboardInterrupt: chain=False only prints the stacks, chain=True then
+# passes SIGINT on to the handler it replaced (the store's). A query that runs a few seconds in C.
+_FAULTHANDLER_CHILD = """
+import faulthandler, os, signal, sys, threading
+from pyevidence import EvidenceStore
+
+with EvidenceStore(sys.argv[1], engine="native") as store:
+    store.put_many([dict(tenant="u", record_id=f"r{i}", revision="v", kind="runbook", body=f"b {i}",
+                         source="s", expires_at=9) for i in range(2000)])
+    for chain in (False, True):
+        faulthandler.register(signal.SIGINT, file=open(os.devnull, "w"), chain=chain)
+        threading.Timer(0.4, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            rows = store.query("SELECT count(*) FROM evidence_current a, evidence_current b,"
+                               " (SELECT 1 FROM evidence_current LIMIT 60) c").rows
+            print(chain, rows, flush=True)
+        except BaseException as exc:
+            print(chain, type(exc).__name__, flush=True)
+"""
+
+
+def test_a_sigint_handler_set_at_the_c_level_since_is_left_to_act_as_it_does(tmp_path: Path) -> None:
+    """Not chained to: without chain=True the query runs to its end (nothing raises
+    KeyboardInterrupt, so nothing may stop it); with chain=True, SIGINT reaches Python
+    through the store's handler, which must not pass it back (each calling the other until
+    the stack overflowed, a crash), and KeyboardInterrupt comes as the query returns."""
+    pytest.importorskip("pyevidence.storage._native")
+    done = subprocess.run(
+        [sys.executable, "-c", _FAULTHANDLER_CHILD, str(tmp_path / "s.db")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        "False ((240000000,),)\nTrue KeyboardInterrupt\n",
+        "",
+    )

@@ -687,15 +687,16 @@ static void setSigint(void (*handler)(int)) {
   CHECK(sigaction(SIGINT, &action, 0) == 0);
 }
 
+/* Many more than the progress handler's 1,000 instructions, and quick. */
+static const char zSigintWork[] =
+    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) SELECT count(*) FROM n";
+static const char zSigintEndless[] =
+    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n";
+#define SQLITE_INTERRUPT_RC 9
+
 /* Ctrl-C while a store is watched stops its statement, and the host still hears it. */
 static void testSigint(void) {
-  /* Many more than the progress handler's 1,000 instructions, and quick. */
-  static const char zWork[] =
-      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) SELECT count(*) FROM "
-      "n";
-  static const char zEndless[] =
-      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n";
-  const int SQLITE_INTERRUPT_RC = 9;
+  const char *zWork = zSigintWork, *zEndless = zSigintEndless;
   EvidenceStore *a = 0, *b = 0;
   setSigint(hostSigint);
   CHECK(evidence_store_open(":memory:", 0, &a) == 0);
@@ -738,6 +739,64 @@ static void testSigint(void) {
   evidence_store_close(a);
 }
 
+/* A handler someone other than the host set since, as faulthandler.register(SIGINT) does:
+** chain=True keeps the handler it replaced (the store's) to pass SIGINT on to. */
+static struct sigaction otherPassesTo;
+static volatile sig_atomic_t nOtherSigints = 0;
+
+static void otherSigint(int sig) {
+  nOtherSigints++;
+  if (otherPassesTo.sa_flags & SA_SIGINFO) {
+    otherPassesTo.sa_sigaction(sig, 0, 0);
+  } else if (otherPassesTo.sa_handler != SIG_DFL && otherPassesTo.sa_handler != SIG_IGN) {
+    otherPassesTo.sa_handler(sig);
+  }
+}
+
+/* The store's handler installs again only over the host's: not over one that passes
+** SIGINT on to it (each would call the other until the stack overflows), nor over one
+** that does not (Python would not raise KeyboardInterrupt, and nothing may stop). */
+static void testSigintOtherHandler(void) {
+  const char *zWork = zSigintWork;
+  EvidenceStore *a = 0;
+  struct sigaction other;
+  int nHost = nHostSigints;
+  setSigint(hostSigint);
+  CHECK(evidence_store_open(":memory:", 0, &a) == 0);
+  CHECK(evidence_store_watch_sigint(a) == 1); /* the host's handler again: watched */
+  evidence_store_unwatch_sigint(a);
+
+  memset(&other, 0, sizeof other);
+  other.sa_handler = otherSigint;
+  sigemptyset(&other.sa_mask);
+  other.sa_flags = SA_NODEFER; /* as faulthandler's chain=True */
+  CHECK(sigaction(SIGINT, &other, &otherPassesTo) == 0);
+  if (evidence_store_watch_sigint(a) == 0) {
+    raise(SIGINT);
+    CHECK(nOtherSigints == 1 && nHostSigints == nHost + 1);
+  } else {
+    CHECK(!"watched over a handler that passes SIGINT on to the store's: SIGINT would recurse");
+    evidence_store_unwatch_sigint(a);
+  }
+  CHECK(evidence_store_exec(a, zWork, strlen(zWork)) == 0);
+
+  otherPassesTo.sa_flags = 0;
+  otherPassesTo.sa_handler = SIG_DFL; /* passes nothing on: it alone hears SIGINT */
+  CHECK(evidence_store_watch_sigint(a) == 0);
+  raise(SIGINT);
+  CHECK(nOtherSigints == 2 && nHostSigints == nHost + 1);
+  CHECK(evidence_store_exec(a, zWork, strlen(zWork)) == 0);
+
+  setSigint(hostSigint); /* the host's own again (Python's, as a program sets it back) */
+  CHECK(evidence_store_watch_sigint(a) == 1);
+  raise(SIGINT);
+  CHECK(nHostSigints == nHost + 2);
+  CHECK(evidence_store_exec(a, zSigintEndless, strlen(zSigintEndless)) == SQLITE_INTERRUPT_RC);
+  CHECK(evidence_store_unwatch_sigint(a) == 1);
+  setSigint(SIG_DFL);
+  evidence_store_close(a);
+}
+
 int main(int argc, char **argv) {
   EvidenceStore *p = 0;
   char *zSchema;
@@ -770,6 +829,7 @@ int main(int argc, char **argv) {
 
   testPlainNames();
   testSigint();
+  testSigintOtherHandler();
 
   printf("%d passed, %d failed\n", nPass, nFail);
   return nFail ? 1 : 0;
