@@ -85,7 +85,7 @@ int evidenceSigintWatch(sqlite3 *db) {
     memset(&mine, 0, sizeof mine);
     mine.sa_sigaction = sigintNote;
     mine.sa_mask = current.sa_mask;
-    mine.sa_flags = (current.sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+    mine.sa_flags = current.sa_flags | SA_SIGINFO; /* SA_RESETHAND kept: a one-shot stays one */
     if (sigaction(SIGINT, &mine, 0) != 0) return 0;
     sigintInstalled = 1;
   }
@@ -97,8 +97,11 @@ int evidenceSigintWatch(sqlite3 *db) {
 
 int evidenceSigintUnwatch(sqlite3 *db) {
   int seen;
-  if (db == 0 || sigintWatched != db) return 0;
+  if (db == 0) return 0;
+  /* Cleared even when db is not the one watched: another thread's watch may have raced a
+  ** watch left behind on it, and a call from any thread must not meet the flag. */
   sqlite3_progress_handler(db, 0, 0, 0);
+  if (sigintWatched != db) return 0;
   sigintWatched = 0;
   seen = sigintSeen;
   sigintSeen = 0;
