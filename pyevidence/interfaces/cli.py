@@ -590,7 +590,11 @@ class _LosesMessages:
         """Points the descriptor at the null device, so that what the stream still holds is
         not written again, and fails again, when Python flushes it at exit (exit 120)."""
         try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self._stream.fileno())
+            finally:
+                os.close(null)
             self._stream.flush()
         except (OSError, ValueError):
             pass  # a stream with no descriptor (a test's), or one already closed
