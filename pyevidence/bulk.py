@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .core import strict_json, validation
+from .core import strict_json, validation, visible
 from .core.errors import StoreError, ValidationError
 from .core.limits import DEFAULT_LIMITS, Limits
 from .core.records import KINDS, Record, Version
@@ -90,7 +90,9 @@ class Problem:
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.where}: {self.field + ': ' if self.field else ''}{self.reason}"
+        # A document's path is a name someone else chose: an escape code or a line break in it
+        # must not reach the terminal, or add a line that reads as another problem.
+        return f"{visible.one_line(self.where)}: {self.field + ': ' if self.field else ''}{self.reason}"
 
 
 class ImportRefused(ValidationError):
@@ -101,7 +103,7 @@ class ImportRefused(ValidationError):
         if len(problems) > SHOWN_PROBLEMS:
             shown.append(f"  ... and {len(problems) - SHOWN_PROBLEMS} more")
         count = f"{len(problems)} bad record{'s' if len(problems) != 1 else ''}"
-        super().__init__(source, f"{count}, nothing was written:\n" + "\n".join(shown))
+        super().__init__(visible.one_line(source), f"{count}, nothing was written:\n" + "\n".join(shown))
         self.problems = tuple(problems)
 
 

@@ -464,3 +464,23 @@ def test_a_folder_a_thousand_levels_deep_is_read_without_a_traceback(open_store:
         while deepest != docs:
             deepest.rmdir()
             deepest = deepest.parent
+
+
+def test_a_document_name_with_an_escape_code_or_a_line_break_is_shown_escaped(tmp_path: Path) -> None:
+    """A folder's names are someone else's: the import's list of bad records shows each on its
+    one line, with no control character reaching the terminal."""
+    docs = tmp_path / "docs\x1b]0;title\x07"
+    docs.mkdir()
+    (docs / "a\x1b[31mRED\nline2.md").write_text("")
+    done = subprocess.run(
+        [sys.executable, "-m", "pyevidence", "import", "--db", str(tmp_path / "x.db"),
+         "--from-dir", str(docs), "--tenant", "t", "--kind", "runbook", "--revision", "v1",
+         "--expires-at", "5"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr
+    assert done.stderr.splitlines()[1:] == [
+        "  a\\u001b[31mRED\\nline2.md: body: must not be empty or only whitespace"
+    ]
+    assert done.stderr.startswith(f"pyevidence: error: {tmp_path}/docs\\u001b]0;title\\u0007: 1 bad record")
