@@ -170,7 +170,10 @@ def test_each_page_of_an_export_is_a_search_of_an_index_not_a_sort() -> None:
     with EvidenceStore(":memory:", engine="python") as store:
         connection = store._engine._conn
         for sql in (bulk._CURRENT_PAGE_SQL, bulk.versions.CHAIN_PAGE_SQL):
-            plan = [row[-1] for row in connection.execute(f"EXPLAIN QUERY PLAN {sql}", ("t", "", 2))]
+            plan = [
+                row[-1]
+                for row in connection.execute(f"EXPLAIN QUERY PLAN {sql}", {"1": "t", "2": "", "3": 2})
+            ]
             assert all(step.startswith("SEARCH") for step in plan), plan
 
 
