@@ -424,14 +424,14 @@ def test_an_empty_folder_name_is_refused_not_read_as_the_current_folder(
     open_store: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Path("") is ".": --from-dir "$UNSET" imported every document under the working folder."""
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "note.md").write_text("not meant for the store\n", encoding="utf-8")
+    (tmp_path / "runbooks").mkdir()
+    (tmp_path / "runbooks" / "note.md").write_text("not meant for the store\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     store = open_store()
     shared = dict(tenant="a", kind="runbook", revision="v1", expires_at=9)
     with pytest.raises(bulk.ValidationError, match="directory: is empty; name the folder of documents"):
         bulk.import_dir(store, "", **shared)
-    assert store.history(tenant="a", record_id="docs/note.md") == ()
+    assert store.history(tenant="a", record_id="runbooks/note.md") == ()
     done = subprocess.run(
         [*CLI, "import", "--db", "x.db", "--from-dir", "", "--tenant", "a", "--kind", "runbook",
          "--revision", "v1", "--expires-at", "9"],

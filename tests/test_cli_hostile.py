@@ -147,20 +147,20 @@ def test_a_body_file_is_stored_byte_for_byte_as_stdin_and_import_from_dir_store_
 def test_a_body_file_with_a_byte_order_mark_is_the_body_import_from_dir_stores(tmp_path: Path) -> None:
     """put --body-file kept the mark that import --from-dir drops: one file, two bodies, and
     the folder's next import stored a new version of a document that had not changed."""
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "note.md").write_bytes("\ufeffqueue backlog\n".encode())
+    (tmp_path / "runbooks").mkdir()
+    (tmp_path / "runbooks" / "note.md").write_bytes("\ufeffqueue backlog\n".encode())
     put = ["put", "--db", "ev.db", "--tenant", "t", "--record-id", "note.md", "--revision", "v",
            "--kind", "runbook", "--expires-at", "5"]  # fmt: skip
-    source = (tmp_path / "docs" / "note.md").resolve().as_uri()  # as import --from-dir names it
-    assert run_cli(*put, "--source", source, "--body-file", "docs/note.md", cwd=tmp_path).returncode == 0
-    stdin = (tmp_path / "docs" / "note.md").read_bytes()
+    source = (tmp_path / "runbooks" / "note.md").resolve().as_uri()  # as import --from-dir names it
+    assert run_cli(*put, "--source", source, "--body-file", "runbooks/note.md", cwd=tmp_path).returncode == 0
+    stdin = (tmp_path / "runbooks" / "note.md").read_bytes()
     put_stdin = [*put[:6], "from-stdin", *put[7:]]
     assert run_cli(*put_stdin, "--source", "s", "--body-file", "-", cwd=tmp_path, stdin=stdin).returncode == 0
     with EvidenceStore(tmp_path / "ev.db") as store:
         bodies = [store.history(tenant="t", record_id=rid)[-1].body for rid in ("note.md", "from-stdin")]
         assert bodies == ["queue backlog\n"] * 2
         folder = bulk.import_dir(
-            store, tmp_path / "docs", tenant="t", kind="runbook", revision="v", expires_at=5
+            store, tmp_path / "runbooks", tenant="t", kind="runbook", revision="v", expires_at=5
         )
     assert (folder.written, folder.unchanged) == (0, 1), folder
 
