@@ -145,6 +145,9 @@ NO_EVIDENCE = "No evidence found in scope. This does not mean there is no proble
 NOT_IN_SCOPE = "No such version of this record in this scope."
 # What a word is to the search (core.tokens): said wherever a result reports that none matched.
 WORD_RULE = "a word here is a run of ASCII letters and digits; other letters never match"
+# Said of a query with no such word (core.tokens.token_set is empty): refused by the MCP tool,
+# noted by retrieve's output and the page.
+NO_WORD = f"has no word this search can match ({WORD_RULE}), so it could find nothing"
 
 
 def no_evidence_note(found_any: bool) -> dict[str, str]:
@@ -172,9 +175,7 @@ def no_words_note(query: str, result: Retrieval) -> dict[str, str]:
     the records hold; else ``{}``. The MCP tool refuses such a query outright (_retrieve)."""
     if result.ranked_by != "token_overlap" or token_set(query):
         return {}
-    return {
-        "query_note": f"the query has no word this search can match ({WORD_RULE}), so it could find nothing"
-    }
+    return {"query_note": f"the query {NO_WORD}"}
 
 
 def run_retrieve_tool(scoped: ScopedStore, arguments: Any, *, revision: str, now: int) -> dict[str, Any]:
@@ -233,8 +234,7 @@ def _retrieve(scoped: ScopedStore, arguments: dict[str, Any], revision: str, now
     if not token_set(query):
         raise ValidationError(
             "query",
-            f"has no word this search can match ({WORD_RULE}), so it could find nothing; "
-            f"use the ASCII words the records would use; got {shown(query)}",
+            f"{NO_WORD}; use the ASCII words the records would use; got {shown(query)}",
         )
     result = scoped.retrieve(revision=revision, query=query, now=now, limit=limit)
     hits = [

@@ -175,10 +175,9 @@ def test_an_initialize_with_bad_params_is_refused_naming_the_field_and_initializ
     pytest.importorskip("mcp_types", reason="the mcp extra is not installed")
     import json
     import subprocess
-    import sys
 
-    db = tmp_path / "e.db"
-    _russian_runbook(db, "python")
+    from test_mcp_wire import _server  # `pyevidence mcp` over a store of team-a's one record
+
     good = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
     call = {"name": "retrieve_evidence", "arguments": {"query": "queue"}}
     lines = [
@@ -189,20 +188,8 @@ def test_an_initialize_with_bad_params_is_refused_naming_the_field_and_initializ
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": call},
     ]
-    command = [
-        sys.executable,
-        "-m",
-        "pyevidence",
-        "mcp",
-        "--db",
-        str(db),
-        "--tenant",
-        "team-a",
-        "--revision",
-        "v1",
-    ]
     done = subprocess.run(
-        command,
+        _server(tmp_path),
         input="".join(json.dumps(line) + "\n" for line in lines),
         capture_output=True,
         text=True,

@@ -265,6 +265,7 @@ class Pages:
             # a query with no word can match nothing, and "none sharing a word" would be false
             has_words=bool(token_set(query)),
             word_rule=tool.WORD_RULE,
+            no_word=tool.NO_WORD,
             asked=asked,
             json_url=_url("/", q=query, **asked, format="json"),
         )
